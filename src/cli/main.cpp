@@ -1,0 +1,48 @@
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+#include "cli/command.h"
+#include "core/error.h"
+
+namespace tps::cli {
+
+std::vector<CommandInfo>& command_registry() {
+  static std::vector<CommandInfo> registry;
+  return registry;
+}
+
+}  // namespace tps::cli
+
+int main(int argc, char** argv) {
+  using namespace tps::cli;
+  CLI::App app{"tps: an LLM inference engine and tokens-per-second lab"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tps 0.1.0");
+  auto commands = command_registry();
+  std::sort(commands.begin(), commands.end(),
+            [](const CommandInfo& a, const CommandInfo& b) { return a.name < b.name; });
+  std::map<CLI::App*, std::function<int()>> actions;
+  for (auto& c : commands) {
+    CLI::App* sub = app.add_subcommand(c.name, c.description);
+    actions[sub] = c.setup(*sub);
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    for (auto& [sub, action] : actions)
+      if (sub->parsed()) return action();
+  } catch (const tps::Error& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "tps: error: %s\n", e.what());
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tps: error: out of memory\n");
+    return 2;
+  }
+  return 2;
+}

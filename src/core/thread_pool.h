@@ -1,0 +1,64 @@
+#pragma once
+// A fork-join pool for the forward pass. On two cores every barrier counts, so workers
+// spin briefly on a generation counter before sleeping (C++20 atomic wait = futex),
+// and dispatch passes a plain function reference: no allocation per op.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <thread>
+#include <vector>
+
+namespace tps {
+
+class ThreadPool {
+ public:
+  explicit ThreadPool(int n_threads);  // n_threads includes the calling thread
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int size() const { return n_threads_; }
+
+  // Runs fn(thread_index, n_threads) on every thread, the caller being thread 0,
+  // and returns when all have finished.
+  template <typename F>
+  void run(F&& fn) {
+    using Fn = std::remove_reference_t<F>;
+    dispatch([](void* ctx, int ti, int nt) { (*static_cast<Fn*>(ctx))(ti, nt); }, &fn);
+  }
+
+  // Splits [0, n) into contiguous ranges of whole grains, one per thread:
+  // fn(begin, end, thread_index).
+  template <typename F>
+  void parallel_for(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    int64_t grains = (n + grain - 1) / grain;
+    if (n_threads_ == 1 || grains == 1) {
+      fn(int64_t{0}, n, 0);
+      return;
+    }
+    run([&](int ti, int nt) {
+      int64_t g0 = grains * ti / nt, g1 = grains * (ti + 1) / nt;
+      int64_t b = std::min(n, g0 * grain), e = std::min(n, g1 * grain);
+      if (b < e) fn(b, e, ti);
+    });
+  }
+
+  // The default thread count: the cores this process may run on.
+  static int default_threads();
+
+ private:
+  using RawFn = void (*)(void*, int, int);
+  void dispatch(RawFn fn, void* ctx);
+  void worker_loop(int index);
+
+  int n_threads_;
+  std::vector<std::thread> workers_;
+  RawFn fn_ = nullptr;
+  void* ctx_ = nullptr;
+  std::atomic<uint32_t> generation_{0};
+  std::atomic<int> pending_{0};
+  std::atomic<bool> stop_{false};
+};
+
+}  // namespace tps
