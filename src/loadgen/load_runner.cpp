@@ -230,6 +230,7 @@ RunResult run_load(const RunSettings& settings, const std::vector<Prompt>& promp
 
     point.metrics_before = scrape_metrics(settings.endpoint);
     Phase phase(prompts, next_prompt, settings.requests, settings.duration_s);
+    point.origin = phase.origin;
     point.started_unix = double(std::chrono::duration_cast<std::chrono::microseconds>(
                                     std::chrono::system_clock::now().time_since_epoch()).count()) / 1e6;
     {

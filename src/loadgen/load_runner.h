@@ -33,6 +33,7 @@ struct SweepPoint {
   std::string mode;
   double value = 0;
   double started_unix = 0;           // wall clock of the measured phase's start
+  double origin = 0;                 // now_seconds() at the measured phase's start
   std::vector<RequestRecord> records;  // times in seconds since the measured phase's start
   double ramp_end = 0;
   int64_t warmup_failed = 0;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "core/error.h"
+#include "core/timer.h"
 
 namespace tps::loadgen {
 namespace {
@@ -36,24 +37,38 @@ nlohmann::json usage_json(int64_t prompt, int64_t completion) {
 ScriptedServer::ScriptedServer(Script script, bool tokenize)
     : script_(std::move(script)), server_(std::make_unique<httplib::Server>()) {
   server_->new_task_queue = [] { return new httplib::ThreadPool(64); };
+  server_->set_tcp_nodelay(true);  // each event leaves when written, as the script times it
   auto complete = [this](const httplib::Request& req, httplib::Response& res) {
     auto arrived = std::chrono::steady_clock::now();
+    int64_t index = requests_.fetch_add(1);
+    {
+      std::lock_guard lock(mutex_);
+      if (arrivals_.size() <= size_t(index)) {
+        arrivals_.resize(size_t(index) + 1);
+        event_times_.resize(size_t(index) + 1);
+      }
+      arrivals_[size_t(index)] = std::chrono::duration<double>(arrived.time_since_epoch()).count();
+    }
     bool chat = req.path.find("chat") != std::string::npos;
     auto body = nlohmann::json::parse(req.body, nullptr, false);
-    ScriptedResponse script = script_(body, requests_.fetch_add(1));
+    ScriptedResponse script = script_(body, index);
     if (script.status != 200) {
       res.status = script.status;
       res.set_content(nlohmann::json{{"error", {{"message", "scripted failure"}, {"code", script.status}}}}.dump(),
                       "application/json");
       return;
     }
-    res.set_chunked_content_provider("text/event-stream", [chat, script, arrived](size_t, httplib::DataSink& sink) {
+    res.set_chunked_content_provider("text/event-stream", [this, chat, script, arrived, index](size_t, httplib::DataSink& sink) {
       auto at = arrived;
       int64_t completion = 0;
       auto write = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
       for (const auto& e : script.events) {
         at += std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(e.delay_s));
         std::this_thread::sleep_until(at);
+        {
+          std::lock_guard lock(mutex_);
+          event_times_[size_t(index)].push_back(now_seconds());
+        }
         completion += e.text.empty() ? 0 : e.tokens;
         nlohmann::json usage = script.per_event_usage ? usage_json(script.prompt_tokens, completion) : nlohmann::json();
         if (!write(chunk_json(chat, e.text, e.text.empty(), "", usage))) return false;
@@ -100,6 +115,16 @@ ScriptedServer::~ScriptedServer() { stop(); }
 void ScriptedServer::stop() {
   server_->stop();
   if (thread_.joinable()) thread_.join();
+}
+
+std::vector<double> ScriptedServer::arrival_times() const {
+  std::lock_guard lock(mutex_);
+  return arrivals_;
+}
+
+std::vector<std::vector<double>> ScriptedServer::event_times() const {
+  std::lock_guard lock(mutex_);
+  return event_times_;
 }
 
 std::string ScriptedServer::url() const { return fmt::format("http://127.0.0.1:{}", port_); }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,6 +50,12 @@ class ScriptedServer {
   std::string url() const;
   int port() const { return port_; }
   int64_t requests() const { return requests_.load(); }
+  // When each request reached its handler, in now_seconds(), by arrival index: the
+  // schedule's zero, which a client sees later by the connection and transfer time.
+  std::vector<double> arrival_times() const;
+  // When each event of each request was written, in now_seconds(), by arrival index:
+  // the schedule as it really happened, late by however the OS woke the server.
+  std::vector<std::vector<double>> event_times() const;
   void stop();  // stops listening; a later connection is refused
 
  private:
@@ -57,6 +64,9 @@ class ScriptedServer {
   std::thread thread_;
   int port_ = 0;
   std::atomic<int64_t> requests_{0};
+  mutable std::mutex mutex_;
+  std::vector<double> arrivals_;
+  std::vector<std::vector<double>> event_times_;
 };
 
 }  // namespace tps::loadgen
