@@ -130,7 +130,7 @@
     const joined = uPlot.join([[thin.map((e) => e[0]), thin.map((e) => e[1])],
                                [failed.map((e) => e[0]), failed.map((e) => e[1])]]);
     chart("Token arrivals per request (" + label(p) + ")",
-      "Each dot is one streamed event carrying text; red crosses mark failed requests at the time they failed." +
+      "Each dot is one streamed event carrying text; red dots mark failed requests at the time they failed." +
         (stride > 1 ? " Every " + stride + "th event shown." : ""),
       { scales: { x: { time: false } }, axes: [{ label: "seconds since the measured phase began" }, { label: "request id" }],
         legend: { show: true } },

@@ -63,12 +63,12 @@ std::string format_summary(const SweepSummary& s, const Slo& slo) {
 }
 
 std::string format_overview(const std::vector<SweepSummary>& summaries) {
-  std::string out = fmt::format("{:<14}{:>6}{:>7}{:>9}{:>11}{:>11}{:>9}{:>10}{:>10}{:>10}{:>10}\n",
+  std::string out = fmt::format("{:<14}{:>6}{:>7}{:>9}{:>12}{:>12}{:>9}{:>10}{:>10}{:>10}{:>10}\n",
                                 summaries.empty() ? "" : summaries.front().mode, "ok", "failed", "req/s",
                                 "out tok/s", "total tok/s", "goodput", "TTFT p50", "TPOT p50", "ITL p50",
                                 "E2E p50");
   for (const auto& s : summaries) {
-    out += fmt::format("{:<14}{:>6}{:>7}{:>9.2f}{:>11.1f}{:>11.1f}{:>9}{:>10}{:>10}{:>10}{:>10}\n",
+    out += fmt::format("{:<14}{:>6}{:>7}{:>9.2f}{:>12.1f}{:>12.1f}{:>9}{:>10}{:>10}{:>10}{:>10}\n",
                        fmt::format("{}", s.value), s.requests_ok, s.requests_failed, s.request_per_s,
                        s.output_tok_per_s, s.total_tok_per_s,
                        std::isnan(s.goodput) ? "-" : fmt::format("{:.2f}", s.goodput), ms(s.ttft.p50),
