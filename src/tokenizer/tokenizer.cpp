@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "tokenizer/bpe_tokenizer.h"
 #include "tokenizer/spm_tokenizer.h"
 #include "tokenizer/utf8.h"
 
@@ -12,6 +13,13 @@ std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
     fail("{}: no tokenizer metadata (tokenizer.ggml.model is missing)", file.path());
   const std::string model = file.get_string("tokenizer.ggml.model");
   if (model == "llama") return std::make_unique<SpmTokenizer>(Vocab::from_gguf(file, true));
+  if (model == "gpt2") {
+    Vocab vocab = Vocab::from_gguf(file, false);
+    if (!file.has("tokenizer.ggml.add_bos_token")) vocab.add_bos = pre_tokenizer_spec(vocab.pre).add_bos;
+    const auto* merges = file.get_string_array("tokenizer.ggml.merges");
+    if (!merges) fail("{}: tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)", file.path());
+    return std::make_unique<BpeTokenizer>(std::move(vocab), *merges);
+  }
   fail("{}: unsupported tokenizer model '{}' (supported: llama, gpt2)", file.path(), model);
 }
 

@@ -13,12 +13,15 @@ namespace {
 // another EOS (the list llama.cpp checks).
 constexpr std::string_view kEndOfTurnTexts[] = {
     "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>", "<|eom_id|>",
-    "<EOT>", "_<EOT>", "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "<|end_of_text|>", "<end_of_utterance>", "<EOT>", "_<EOT>",
+    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
 };
 
-// A special id from the metadata; absent or out of range (files store -1 as 2^32-1) is -1.
+// A special id from the metadata. Absent or out of range (files store "none" as 2^32-1)
+// keeps the kind's default, as llama.cpp does; a default outside the vocabulary is -1.
 int32_t special_id(const GgufFile& file, const std::string& key, int32_t fallback, int32_t n) {
-  const int64_t id = file.get_int("tokenizer.ggml." + key, fallback);
+  int64_t id = file.get_int("tokenizer.ggml." + key, fallback);
+  if (id < 0 || id >= n) id = fallback;
   return id >= 0 && id < n ? static_cast<int32_t>(id) : -1;
 }
 
@@ -73,6 +76,7 @@ Vocab Vocab::from_gguf(const GgufFile& file, bool spm) {
     const int32_t id = v.find(text);
     if (id < 0) continue;
     v.eog[id] = true;
+    v.types[id] = TokenType::kControl;  // some converters mark these normal; they never are
     if (v.eot < 0) v.eot = id;
   }
 

@@ -30,7 +30,7 @@ TEST_P(Conformance, ReproducesEveryVector) {
   EXPECT_EQ(round_trips, cases.size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Vocabs, Conformance, ::testing::Values("llama-spm", "phi-3"));
+INSTANTIATE_TEST_SUITE_P(Vocabs, Conformance, ::testing::Values("llama-spm", "phi-3", "gpt-2", "starcoder", "deepseek-coder"));
 
 }  // namespace
 }  // namespace tps
