@@ -23,7 +23,7 @@ struct LoadFlags {
   double burstiness = 1.0;
   int64_t requests = 0;
   double duration = 0;
-  std::string input_tokens = "512", output_tokens = "128", dataset;
+  std::string input_tokens = "512", output_tokens = "128", dataset, tokenizer_from;
   int64_t shared_prefix = 0, warmup = 0;
   std::string slo, extra_body;
   double timeout = 600;
@@ -93,10 +93,12 @@ int run_load_command(const LoadFlags& f) {
   spec.dataset = f.dataset;
   spec.shared_prefix = f.shared_prefix;
   spec.seed = f.seed;
-  std::unique_ptr<TokenCounter> counter = make_server_token_counter(settings.endpoint);
+  std::unique_ptr<TokenCounter> counter = !f.tokenizer_from.empty() ? make_gguf_token_counter(f.tokenizer_from)
+                                                                    : make_server_token_counter(settings.endpoint);
   if (!counter) counter = make_estimating_token_counter();
   if (!counter->exact())
-    std::cerr << "note: the server has no /tokenize: prompt lengths are " << counter->name() << "\n";
+    std::cerr << "note: the server has no /tokenize and no --tokenizer-from was given: token counts are "
+              << counter->name() << "\n";
   Workload workload = build_workload(spec, prompts_needed(settings, size_t(std::max<int64_t>(f.prompt_pool, 1))),
                                      settings.endpoint.kind, *counter);
 
@@ -140,6 +142,8 @@ const CommandRegistration kRegistration{
       app.add_option("--input-tokens", f->input_tokens, "prompt length TOKENS[:STDDEV]")->capture_default_str();
       app.add_option("--output-tokens", f->output_tokens, "output length TOKENS[:STDDEV]")->capture_default_str();
       app.add_option("--dataset", f->dataset, "JSONL: {\"prompt\"|\"messages\", optional \"output_tokens\"}");
+      app.add_option("--tokenizer-from", f->tokenizer_from,
+                     "count tokens with this GGUF model's tokenizer instead of the server's /tokenize");
       app.add_option("--shared-prefix", f->shared_prefix, "tokens every synthetic prompt shares at its start");
       app.add_option("--warmup", f->warmup, "requests sent and left out before each sweep value");
       app.add_option("--slo", f->slo, "goodput objectives, e.g. ttft=500ms,tpot=50ms,e2e=10s");

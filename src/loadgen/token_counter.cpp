@@ -1,6 +1,8 @@
 #include "loadgen/token_counter.h"
 
 #include "core/error.h"
+#include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tps::loadgen {
 namespace {
@@ -31,6 +33,21 @@ class ServerTokenCounter : public TokenCounter {
   OpenAiClient client_;
 };
 
+class GgufTokenCounter : public TokenCounter {
+ public:
+  explicit GgufTokenCounter(const std::string& path)
+      : name_("tokenizer of " + path), tokenizer_(Tokenizer::from_gguf(*GgufFile::open(path))) {}
+  int64_t count(const std::string& text) override {
+    return int64_t(tokenizer_->encode(text, /*add_special=*/false, /*parse_special=*/false).size());
+  }
+  std::string name() const override { return name_; }
+  bool exact() const override { return true; }
+
+ private:
+  std::string name_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+};
+
 class EstimatingTokenCounter : public TokenCounter {
  public:
   int64_t count(const std::string& text) override { return int64_t(text.size() + 2) / 4; }
@@ -44,6 +61,10 @@ std::unique_ptr<TokenCounter> make_server_token_counter(const Endpoint& endpoint
   auto counter = std::make_unique<ServerTokenCounter>(endpoint);
   if (!counter->try_count("hello world")) return nullptr;
   return counter;
+}
+
+std::unique_ptr<TokenCounter> make_gguf_token_counter(const std::string& gguf_path) {
+  return std::make_unique<GgufTokenCounter>(gguf_path);
 }
 
 std::unique_ptr<TokenCounter> make_estimating_token_counter() {

@@ -22,6 +22,10 @@ class TokenCounter {
 // {"tokens": [...]}); nullptr when the server has none.
 std::unique_ptr<TokenCounter> make_server_token_counter(const Endpoint& endpoint);
 
+// The tokenizer of a local GGUF model (`--tokenizer-from`), with no BOS added: the same
+// count as the server's tokenizer when the server runs that model.
+std::unique_ptr<TokenCounter> make_gguf_token_counter(const std::string& gguf_path);
+
 // A guess at 4 bytes per token, for servers that cannot tokenize: counts are flagged estimated.
 std::unique_ptr<TokenCounter> make_estimating_token_counter();
 
