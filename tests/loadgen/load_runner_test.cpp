@@ -207,6 +207,26 @@ TEST(LoadRunner, OpenLoopSendsAtTheGivenRate) {
   }
 }
 
+TEST(LoadRunner, ADurationBoundsSendingAndTimeoutsAreFailures) {
+  ScriptedServer server([](const nlohmann::json&, int64_t index) {
+    ScriptedResponse r = known_schedule();
+    if (index == 0) r.events.front().delay_s = 1.0;  // stalls past the timeout
+    return r;
+  });
+  RunSettings s = settings_for(server);
+  s.endpoint.timeout_s = 0.3;
+  s.requests = 0;
+  s.duration_s = 0.5;
+  s.values = {2};
+  RunResult result = run(s, 64);
+  const auto& records = result.points[0].records;
+  ASSERT_GE(records.size(), 3u);
+  for (const auto& r : records) EXPECT_LT(r.send_time, 0.5);
+  EXPECT_FALSE(records[0].ok);
+  EXPECT_NE(records[0].error.find("timed out"), std::string::npos) << records[0].error;
+  EXPECT_EQ(result.points[0].summary.requests_failed, 1);
+}
+
 TEST(LoadRunner, AServerThatGoesAwayEndsTheRunWithPartialResults) {
   std::atomic<bool> stop{false};
   auto server = std::make_unique<ScriptedServer>([&](const nlohmann::json&, int64_t index) {
