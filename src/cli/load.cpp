@@ -1,4 +1,5 @@
 // `tps load`: measures any OpenAI-compatible server under load (docs/metrics.md).
+#include <csignal>
 #include <cmath>
 #include <iostream>
 
@@ -55,6 +56,15 @@ std::vector<double> parse_values(const std::string& flag, const std::string& lis
   return values;
 }
 
+// The first Ctrl-C stops sending and lets the run save what it measured; the second
+// (with the default action restored) ends the process.
+std::atomic<bool> g_interrupted{false};
+
+void on_interrupt(int) {
+  g_interrupted = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
 int run_load_command(const LoadFlags& f) {
   if (!f.concurrency.empty() && !f.rate.empty()) fail("give --concurrency or --rate, not both");
   if (f.requests > 0 && f.duration > 0) fail("give --requests or --duration, not both");
@@ -103,7 +113,10 @@ int run_load_command(const LoadFlags& f) {
                                      settings.endpoint.kind, *counter);
 
   nlohmann::json environment = environment_json();
+  settings.cancel = &g_interrupted;
+  std::signal(SIGINT, on_interrupt);
   RunResult result = run_load(settings, workload.prompts, counter.get(), std::cerr);
+  std::signal(SIGINT, SIG_DFL);
 
   std::vector<SweepSummary> summaries;
   for (const auto& p : result.points) {

@@ -25,12 +25,14 @@ constexpr int kUnreachableLimit = 3;
 // State shared by the clients of one phase (warm-up or measured) of a sweep value.
 class Phase {
  public:
-  Phase(const std::vector<Prompt>& prompts, size_t first_prompt, int64_t requests, double duration_s)
-      : prompts_(prompts), first_prompt_(first_prompt), requests_(requests), duration_s_(duration_s) {}
+  Phase(const std::vector<Prompt>& prompts, size_t first_prompt, int64_t requests, double duration_s,
+        const std::atomic<bool>* cancel)
+      : prompts_(prompts), first_prompt_(first_prompt), requests_(requests), duration_s_(duration_s),
+        cancel_(cancel) {}
 
   // The next request's index, or -1 when the phase has sent all it should.
   int64_t claim(double elapsed) {
-    if (stop_.load()) return -1;
+    if (stop_.load() || (cancel_ && cancel_->load())) return -1;
     if (duration_s_ > 0 && elapsed >= duration_s_) return -1;
     int64_t i = next_.fetch_add(1);
     return requests_ > 0 && i >= requests_ ? -1 : i;
@@ -85,6 +87,7 @@ class Phase {
   size_t first_prompt_;
   int64_t requests_;
   double duration_s_;
+  const std::atomic<bool>* cancel_;
   std::atomic<int64_t> next_{0};
   std::atomic<bool> stop_{false};
   std::mutex mutex_;
@@ -216,7 +219,7 @@ RunResult run_load(const RunSettings& settings, const std::vector<Prompt>& promp
     int clients = settings.mode == "concurrency" ? int(value) : 0;
 
     if (settings.warmup > 0) {
-      Phase warmup(prompts, next_prompt, settings.warmup, 0);
+      Phase warmup(prompts, next_prompt, settings.warmup, 0, settings.cancel);
       ProgressPrinter printer(warmup, label + " warm-up", progress_out, settings.progress);
       int warm_clients = clients > 0 ? clients : int(std::min<int64_t>(settings.warmup, 16));
       run_closed_loop(warmup, settings.endpoint, std::min<int>(warm_clients, int(settings.warmup)));
@@ -229,7 +232,7 @@ RunResult run_load(const RunSettings& settings, const std::vector<Prompt>& promp
     }
 
     point.metrics_before = scrape_metrics(settings.endpoint);
-    Phase phase(prompts, next_prompt, settings.requests, settings.duration_s);
+    Phase phase(prompts, next_prompt, settings.requests, settings.duration_s, settings.cancel);
     point.origin = phase.origin;
     point.started_unix = double(std::chrono::duration_cast<std::chrono::microseconds>(
                                     std::chrono::system_clock::now().time_since_epoch()).count()) / 1e6;
@@ -244,6 +247,8 @@ RunResult run_load(const RunSettings& settings, const std::vector<Prompt>& promp
     point.records = phase.take_records();
     next_prompt += point.records.size();
     result.stopped = phase.stopped();
+    if (result.stopped.empty() && settings.cancel && settings.cancel->load())
+      result.stopped = "interrupted; the requests already sent were finished and are kept";
     point.metrics_after = result.stopped.empty() ? scrape_metrics(settings.endpoint) : nlohmann::json();
 
     for (auto& r : point.records) {

@@ -2,6 +2,7 @@
 // Drives the load: closed loop (a fixed number of clients, each sending its next request
 // when the last one ends) or open loop (requests sent at Poisson or gamma arrival times),
 // for each value of a sweep, with a warm-up that is left out of the results.
+#include <atomic>
 #include <cstdint>
 #include <iosfwd>
 #include <optional>
@@ -27,6 +28,8 @@ struct RunSettings {
   Slo slo;
   uint64_t seed = 1;
   bool progress = true;              // live progress line on `progress_out`
+  // When set (Ctrl-C), no new request is sent; in-flight ones finish and are kept.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct SweepPoint {

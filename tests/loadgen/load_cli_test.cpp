@@ -1,6 +1,9 @@
 // `tps load` and `tps compare` as a user runs them, against the scripted server.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -114,6 +117,37 @@ TEST_F(LoadCli, SavesPartialResultsWhenTheServerGoesAway) {
   ASSERT_EQ(results["points"].size(), 1u);
   EXPECT_GE(results["points"][0]["summary"]["requests_ok"].get<int>(), 4);
   EXPECT_GE(results["points"][0]["summary"]["requests_failed"].get<int>(), 3);
+}
+
+TEST_F(LoadCli, CtrlCStopsSendingAndSavesWhatWasMeasured) {
+  std::atomic<int64_t> seen{0};
+  ScriptedServer server([&](const nlohmann::json&, int64_t index) {
+    seen = index + 1;
+    return short_stream();
+  });
+  std::string out = path("interrupted.json"), log = path("interrupted.log");
+  std::vector<std::string> args = {TPS_BINARY, "load", "-q", "--url", server.url(), "--concurrency", "1",
+                                   "--duration", "60", "--prompt-pool", "8", "-o", out};
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_adddup2(&actions, 1, 2);
+  pid_t pid = 0;
+  ASSERT_EQ(posix_spawn(&pid, TPS_BINARY, &actions, nullptr, argv.data(), environ), 0);
+  posix_spawn_file_actions_destroy(&actions);
+  for (int i = 0; i < 20000 && seen < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  kill(pid, SIGINT);
+  int raw = 0;
+  waitpid(pid, &raw, 0);
+  ASSERT_TRUE(WIFEXITED(raw)) << read_file(log);
+  EXPECT_EQ(WEXITSTATUS(raw), 1) << read_file(log);
+  nlohmann::json results = read_results_file(out);
+  EXPECT_NE(results["stopped_early"].get<std::string>().find("interrupted"), std::string::npos);
+  EXPECT_GE(results["points"][0]["summary"]["requests_ok"].get<int>(), 2);
+  EXPECT_EQ(results["points"][0]["summary"]["requests_failed"], 0);
 }
 
 TEST_F(LoadCli, RejectsBadFlagsWithOneLine) {
