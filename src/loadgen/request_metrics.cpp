@@ -194,6 +194,7 @@ SweepSummary summarize(const std::string& mode, double value,
       event_total += a.tokens;
       if (in_window(a.time)) event_in_window += a.tokens;
     }
+    if (event_total != r.output_tokens && r.event_tokens_source == "events") ++s.assumed_event_counts_off;
     if (event_total > 0) window_output += double(r.output_tokens) * double(event_in_window) / double(event_total);
     if (!r.arrivals.empty() && in_window(r.arrivals.front().time)) window_input += double(input);
     if (in_window(r.end_time)) {
@@ -224,6 +225,7 @@ nlohmann::json to_json(const SweepSummary& s) {
           {"requests_ok", s.requests_ok},
           {"requests_failed", s.requests_failed},
           {"short_outputs", s.short_outputs},
+          {"assumed_event_counts_off", s.assumed_event_counts_off},
           {"duration_s", s.duration},
           {"window", {{"start_s", s.window.start}, {"end_s", s.window.end}, {"rule", s.window.rule}}},
           {"completed_in_window", s.completed_in_window},

@@ -58,6 +58,9 @@ struct SweepSummary {
   std::string mode;  // "concurrency" or "rate"
   double value = 0;
   int64_t requests_ok = 0, requests_failed = 0, short_outputs = 0;
+  // Requests whose token count (usage or tokenizer) differs from their per-event counts,
+  // which were only assumed (one per event): their ITL values are approximate.
+  int64_t assumed_event_counts_off = 0;
   double duration = 0;  // first send to last response end
   MeasureWindow window;
   int64_t completed_in_window = 0;

@@ -58,6 +58,10 @@ std::string format_summary(const SweepSummary& s, const Slo& slo) {
   row("TPOT", s.tpot);
   row("ITL", s.itl);
   row("E2E", s.e2e);
+  if (s.assumed_event_counts_off > 0)
+    out += fmt::format("  warning: {} requests carried more or fewer tokens than stream events and the server gave no "
+                       "per-event counts (usage or logprobs): their ITL assumes one token per event\n",
+                       s.assumed_event_counts_off);
   for (const auto& e : s.errors) out += fmt::format("  error: {}\n", e);
   return out;
 }

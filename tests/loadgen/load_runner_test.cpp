@@ -141,6 +141,21 @@ TEST(LoadRunner, RecountsOutputsWithAnExactTokenizerWhenTheServerGivesNoUsage) {
   const RequestRecord& r = result.points[0].records[0];
   EXPECT_EQ(r.output_tokens_source, "tokenizer");
   EXPECT_EQ(r.output_tokens, 4);  // "Hello big wide world!": 4 words for the scripted tokenizer
+  EXPECT_EQ(result.points[0].summary.assumed_event_counts_off, 0);
+}
+
+TEST(LoadRunner, WarnsWhenUsageShowsEventsCarriedSeveralTokensItCannotPlace) {
+  ScriptedServer server([](const nlohmann::json&, int64_t) {
+    ScriptedResponse r = known_schedule();
+    r.per_event_usage = false;  // only the final usage: 6 tokens in 4 text events
+    return r;
+  });
+  RunResult result = run(settings_for(server));
+  const RequestRecord& r = result.points[0].records[0];
+  EXPECT_EQ(r.output_tokens, 6);
+  EXPECT_EQ(r.output_tokens_source, "usage");
+  EXPECT_EQ(r.event_tokens_source, "events");
+  EXPECT_EQ(result.points[0].summary.assumed_event_counts_off, 1);
 }
 
 TEST(LoadRunner, CountsHttpErrorsAndDroppedConnectionsAsFailures) {
