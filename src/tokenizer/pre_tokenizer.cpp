@@ -147,7 +147,10 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
       size_t gap = 0;  // start of text not yet assigned to a word
       size_t pos = 0;
       while (pos < piece.size()) {
-        const int rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK, match, nullptr);
+        int rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK, match, nullptr);
+        // The JIT's small fixed stack can run out on long inputs; the interpreter's grows on the heap.
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+          rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, match, nullptr);
         if (rc < 0) break;  // no further match (or a match limit): the rest stays one piece
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
         const size_t begin = ov[0];
