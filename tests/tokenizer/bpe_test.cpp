@@ -167,3 +167,41 @@ TEST_F(BadVocab, MinimalSpmWithoutScoresOrTypesWorks) {
 
 }  // namespace
 }  // namespace tps
+
+namespace tps {
+namespace {
+
+// A tiny byte-level vocabulary where "abc" is a token no merge sequence reaches.
+std::unique_ptr<Tokenizer> tiny_bpe(const std::string& pre, std::unique_ptr<GgufFile>& file) {
+  std::vector<std::string> tokens = {"a", "b", "c", "ab", "abc", "<|eot_id|>"};
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "gpt2");
+  w.set_string("tokenizer.ggml.pre", pre);
+  w.set_string_array("tokenizer.ggml.tokens", tokens);
+  w.set_string_array("tokenizer.ggml.merges", {"a b"});
+  w.set_u32("tokenizer.ggml.bos_token_id", 5);
+  const auto path = std::filesystem::temp_directory_path() / "tps_tiny_bpe_test.gguf";
+  w.write(path.string());
+  file = GgufFile::open(path.string());
+  std::filesystem::remove(path);
+  return Tokenizer::from_gguf(*file);
+}
+
+TEST(TinyBpe, IgnoreMergesFollowsThePreTokenizer) {
+  std::unique_ptr<GgufFile> f1, f2;
+  auto gpt2 = tiny_bpe("gpt-2", f1);
+  auto llama3 = tiny_bpe("llama-bpe", f2);
+  EXPECT_EQ(gpt2->encode("abc", false, false), (std::vector<int32_t>{3, 2}));
+  EXPECT_EQ(llama3->encode("abc", false, false), (std::vector<int32_t>{4}));
+  // llama3-style vocabularies add BOS by default, GPT-2 ones do not.
+  EXPECT_FALSE(gpt2->add_bos());
+  EXPECT_TRUE(llama3->add_bos());
+  EXPECT_EQ(llama3->encode("abc", true, false), (std::vector<int32_t>{5, 4}));
+  // Found by its text: an end-of-turn token, even though the file calls it normal.
+  EXPECT_TRUE(gpt2->is_eog(5));
+  EXPECT_TRUE(gpt2->is_control(5));
+  EXPECT_EQ(gpt2->encode("a<|eot_id|>", false, true), (std::vector<int32_t>{0, 5}));
+}
+
+}  // namespace
+}  // namespace tps
