@@ -13,10 +13,12 @@ namespace {
 
 size_t matrix_bytes(const WeightMatrix& w) { return w.row_bytes * w.rows; }
 
-// Applies fn(row) to rows [0, rows) on the pool; small element-wise work per row.
+// Applies fn(row) to rows [0, rows) on the pool. The work per row is small and
+// element-wise: rows are grouped so that a barrier is paid only for real work.
 template <typename F>
-void for_rows(ThreadPool& pool, int64_t rows, F&& fn) {
-  pool.parallel_for(rows, 1, [&](int64_t begin, int64_t end, int) {
+void for_rows(ThreadPool& pool, int64_t rows, int64_t width, F&& fn) {
+  constexpr int64_t kMinElementsPerThread = 1 << 15;
+  pool.parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / width), [&](int64_t begin, int64_t end, int) {
     for (int64_t r = begin; r < end; ++r) fn(r);
   });
 }
@@ -90,7 +92,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& kv, float* logits,
 
 void Transformer::embed(const ForwardBatch& batch, ThreadPool& pool) {
   const WeightMatrix& e = weights_.token_embd;
-  for_rows(pool, static_cast<int64_t>(batch.size()), [&](int64_t r) {
+  for_rows(pool, static_cast<int64_t>(batch.size()), config_.dim, [&](int64_t r) {
     dequantize_row(e.type, e.data + e.row_bytes * batch.tokens[r], &x_[r * config_.dim], config_.dim);
   });
 }
@@ -100,12 +102,12 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = static_cast<int64_t>(batch.size());
   const int64_t half = c.rope_dims / 2;
-  for_rows(pool, rows, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.attn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.attn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
   matmul(w.wq, xn_.data(), rows, q_.data(), pool);
   matmul(w.wk, xn_.data(), rows, k_.data(), pool);
   matmul(w.wv, xn_.data(), rows, v_.data(), pool);
   const int64_t bt = kv.block_tokens();
-  for_rows(pool, rows, [&](int64_t r) {
+  for_rows(pool, rows, c.q_dim() + 2 * c.kv_dim(), [&](int64_t r) {
     float* q = &q_[r * c.q_dim()];
     float* k = &k_[r * c.kv_dim()];
     float* v = &v_[r * c.kv_dim()];
@@ -130,10 +132,10 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
 void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  for_rows(pool, rows, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.ffn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.ffn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
   matmul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
   matmul(w.w_up, xn_.data(), rows, up_.data(), pool);
-  for_rows(pool, rows, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim); });
+  for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim); });
   matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
   add_in_place(x_.data(), proj_.data(), rows * c.dim);
 }
