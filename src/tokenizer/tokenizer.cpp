@@ -1,76 +1,53 @@
-// TEMPORARY (model branch): decode-only SentencePiece vocabulary until the tokenizer
-// room lands; replaced on merge.
 #include "tokenizer/tokenizer.h"
-
-#include <cstdio>
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "tokenizer/bpe_tokenizer.h"
+#include "tokenizer/spm_tokenizer.h"
+#include "tokenizer/utf8.h"
 
 namespace tps {
 
-namespace {
-
-class TempTokenizer : public Tokenizer {
- public:
-  explicit TempTokenizer(const GgufFile& f) {
-    auto* t = f.get_string_array("tokenizer.ggml.tokens");
-    if (!t) fail("no vocabulary");
-    tokens_ = *t;
-    bos_ = f.get_int("tokenizer.ggml.bos_token_id", 1);
-    eos_ = f.get_int("tokenizer.ggml.eos_token_id", 2);
+std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) {
+  if (!file.has("tokenizer.ggml.model"))
+    fail("{}: no tokenizer metadata (tokenizer.ggml.model is missing)", file.path());
+  const std::string model = file.get_string("tokenizer.ggml.model");
+  if (model == "llama") return std::make_unique<SpmTokenizer>(Vocab::from_gguf(file, true));
+  if (model == "gpt2") {
+    Vocab vocab = Vocab::from_gguf(file, false);
+    if (!file.has("tokenizer.ggml.add_bos_token")) vocab.add_bos = pre_tokenizer_spec(vocab.pre).add_bos;
+    const auto* merges = file.get_string_array("tokenizer.ggml.merges");
+    if (!merges) fail("{}: tokenizer.ggml.merges is missing (needed by a gpt2 tokenizer)", file.path());
+    return std::make_unique<BpeTokenizer>(std::move(vocab), *merges);
   }
-  TokenizerKind kind() const override { return TokenizerKind::kSpm; }
-  int32_t vocab_size() const override { return tokens_.size(); }
-  int32_t bos_id() const override { return bos_; }
-  int32_t eos_id() const override { return eos_; }
-  bool add_bos() const override { return true; }
-  bool is_eog(int32_t id) const override { return id == eos_; }
-  bool is_control(int32_t id) const override { return id == bos_ || id == eos_ || id == 0; }
-  std::vector<int32_t> encode(std::string_view text, bool add_special, bool) const override {
-    if (!text.empty()) fail("temporary tokenizer: cannot encode");
-    if (add_special) return {bos_};
-    return {};
-  }
-  std::string token_to_piece(int32_t id, bool special) const override {
-    if (is_control(id)) return special ? tokens_[id] : "";
-    const std::string& s = tokens_[id];
-    unsigned b;
-    if (s.size() == 6 && std::sscanf(s.c_str(), "<0x%02X>", &b) == 1) return std::string(1, static_cast<char>(b));
-    std::string out;
-    for (size_t i = 0; i < s.size(); ++i) {
-      if (s.compare(i, 3, "\xe2\x96\x81") == 0) {
-        out += ' ';
-        i += 2;
-      } else {
-        out += s[i];
-      }
-    }
-    return out;
-  }
-  const std::string& token_text(int32_t id) const override { return tokens_[id]; }
-  std::string decode(const std::vector<int32_t>& ids, bool special) const override {
-    std::string out;
-    for (auto id : ids) out += token_to_piece(id, special);
-    return out;
-  }
-  int32_t find_token(std::string_view) const override { return -1; }
-
- private:
-  std::vector<std::string> tokens_;
-  int32_t bos_, eos_;
-};
-
-}  // namespace
-
-std::unique_ptr<Tokenizer> Tokenizer::from_gguf(const GgufFile& file) { return std::make_unique<TempTokenizer>(file); }
+  fail("{}: unsupported tokenizer model '{}' (supported: llama, gpt2)", file.path(), model);
+}
 
 std::string StreamingDecoder::push(int32_t id) {
-  std::string piece = tokenizer_.token_to_piece(id);
-  if (previous_ == tokenizer_.bos_id() && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+  pending_ += tokenizer_.piece_after(previous_, id);
   previous_ = id;
-  return piece;
+  std::string out;
+  size_t pos = 0;
+  while (pos < pending_.size()) {
+    char32_t cp;
+    const int len = utf8::decode(pending_, pos, cp);
+    if (len < 0) break;  // a character still waiting for its next bytes
+    if (len == 0) {
+      utf8::append(out, utf8::kReplacement);
+      ++pos;
+    } else {
+      out.append(pending_, pos, len);
+      pos += len;
+    }
+  }
+  pending_.erase(0, pos);
+  return out;
 }
-std::string StreamingDecoder::flush() { return {}; }
+
+std::string StreamingDecoder::flush() {
+  std::string out = utf8::sanitize(pending_);
+  pending_.clear();
+  return out;
+}
 
 }  // namespace tps
