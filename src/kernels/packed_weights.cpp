@@ -32,15 +32,10 @@ uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
-// Decodes panel block b (of layout.block elements) of a GGUF row.
+// Decodes panel block b (of layout.block elements) of a GGUF row (the formats that
+// pack_panel does not simply copy).
 void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) {
   switch (t) {
-    case GgmlType::kQ4_0: {
-      const auto& q = reinterpret_cast<const BlockQ4_0*>(row)[b];
-      for (int j = 0; j < 16; ++j) out->codes[j] = q.qs[j] & 0xF, out->codes[j + 16] = q.qs[j] >> 4;
-      out->s = f16_to_f32(q.d), out->m = -8.0f * out->s;
-      return;
-    }
     case GgmlType::kQ4_1: {
       const auto& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
       for (int j = 0; j < 16; ++j) out->codes[j] = q.qs[j] & 0xF, out->codes[j + 16] = q.qs[j] >> 4;
@@ -62,12 +57,6 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       std::memcpy(&m, blk + 2, 2);
       out->s = f16_to_f32(d);
       out->m = q5_1 ? f16_to_f32(m) : -16.0f * out->s;
-      return;
-    }
-    case GgmlType::kQ8_0: {
-      const auto& q = reinterpret_cast<const BlockQ8_0*>(row)[b];
-      for (int j = 0; j < 32; ++j) out->codes[j] = static_cast<uint8_t>(q.qs[j] + 128);
-      out->s = f16_to_f32(q.d), out->m = -128.0f * out->s;
       return;
     }
     case GgmlType::kQ4_K:
@@ -126,9 +115,44 @@ const PanelLayout* panel_layout(GgmlType t) {
 
 void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
 
+// Q4_0 and Q8_0 panels are the GGUF bytes rearranged (Q8_0 codes offset by 128), so
+// they are copied without decoding: fast enough to pack at load or on the fly.
+void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const int64_t nblocks = w.cols / kQk;
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.block_bytes()) {
+    std::memset(dst, 0, kQ4_0.block_bytes());
+    auto* scales = dst + kQ4_0.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const auto& q = reinterpret_cast<const BlockQ4_0*>(w.data + (g * kPanelRows + r) * rb)[b];
+      for (int k = 0; k < 4; ++k) std::memcpy(dst + 64 * k + 4 * r, q.qs + 4 * k, 4);
+      std::memcpy(scales + 2 * r, &q.d, 2);
+    }
+  }
+}
+
+void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const int64_t nblocks = w.cols / kQk;
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.block_bytes()) {
+    std::memset(dst, 0, kQ8_0.block_bytes());
+    auto* scales = dst + kQ8_0.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const auto& q = reinterpret_cast<const BlockQ8_0*>(w.data + (g * kPanelRows + r) * rb)[b];
+      for (int k = 0; k < 8; ++k) {
+        uint32_t v;
+        std::memcpy(&v, q.qs + 4 * k, 4);
+        v ^= 0x80808080u;  // int8 q -> unsigned code q + 128
+        std::memcpy(dst + 64 * k + 4 * r, &v, 4);
+      }
+      std::memcpy(scales + 2 * r, &q.d, 2);
+    }
+  }
+}
+
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   const PanelLayout& L = *panel_layout(w.type);
   size_t rb = w.row_bytes != 0 ? w.row_bytes : row_bytes(w.type, w.cols);
+  if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
+  if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
   int64_t nblocks = w.cols / L.block;
   const size_t code_bytes = L.code_bytes();
   DecodedBlock dec;
