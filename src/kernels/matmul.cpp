@@ -72,7 +72,7 @@ void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, i
   // reused by every token of the chunk from L1). Unpacked weights are packed panel by
   // panel here, once per call, so then all tokens form one chunk.
   const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
-  const size_t group_bytes = layout.block_bytes() * static_cast<size_t>(cols / layout.block);
+  const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w.packed != nullptr ? 64 : n_tokens;
   pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
     thread_local std::vector<uint8_t> panel_buffer;

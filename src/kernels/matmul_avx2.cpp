@@ -70,15 +70,16 @@ inline __m256i broadcast_u32(const int8_t* p) {
 enum class CodeMode { kUnsigned4, kUnsigned8, kSigned8 };
 
 // Rows [8h, 8h + 8) of a 16-row panel x T tokens.
-template <CodeMode kMode, int kBlock, bool kBias, int T>
+template <CodeMode kMode, int kBlock, bool kBias, bool kK, int T>
 void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
                 int64_t rows, int64_t r0, int h) {
   constexpr int kBits = kMode == CodeMode::kUnsigned4 ? 4 : 8;
   constexpr int kGroups = kBlock / 4;
   constexpr int kPairsPerWiden = kMode == CodeMode::kUnsigned4 ? 8 : kMode == CodeMode::kUnsigned8 ? 2 : 1;
   constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
-  constexpr size_t kBlockBytes = kCodeBytes + 32 + (kBias ? 32 : 0);
+  constexpr size_t kBlockBytes = kCodeBytes + (kK ? 32 : 32 + (kBias ? 32 : 0));
   const int64_t cols = a.cols, nb32 = cols / 32, nblocks = cols / kBlock;
+  __m256 super_d = _mm256_setzero_ps(), super_neg_dmin = _mm256_setzero_ps();
   const __m256 neg_offset = _mm256_set1_ps(kMode == CodeMode::kSigned8 ? 0.0f : -static_cast<float>(layout.offset));
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
   const int8_t* xq[T];
@@ -93,6 +94,15 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
   }
   panel += 32 * h;
   for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
+    if constexpr (kK) {
+      if (b % PanelLayout::kSuperBlocks == 0) {
+        const uint8_t* header = panel - 32 * h + 16 * h;
+        super_d = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(header)));
+        super_neg_dmin = _mm256_sub_ps(_mm256_setzero_ps(),
+                                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(header + 32))));
+        panel += PanelLayout::kSuperHeader;
+      }
+    }
     __m256i w[kGroups];
     if constexpr (kBits == 4) {
       for (int k = 0; k < 4; ++k) {
@@ -103,11 +113,20 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
     } else {
       for (int k = 0; k < kGroups; ++k) w[k] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 64 * k));
     }
-    const uint8_t* sp = panel - 32 * h + kCodeBytes + 16 * h;
-    __m256 s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
-    __m256 m;
-    if constexpr (kBias) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 32)));
-    else m = _mm256_mul_ps(s, neg_offset);
+    __m256 s, m;
+    if constexpr (kK) {
+      const uint8_t* sp = panel - 32 * h + kCodeBytes + 8 * h;
+      auto u8_to_ps = [](const uint8_t* p) {
+        return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+      };
+      s = _mm256_mul_ps(u8_to_ps(sp), super_d);
+      m = _mm256_mul_ps(u8_to_ps(sp + 16), super_neg_dmin);
+    } else {
+      const uint8_t* sp = panel - 32 * h + kCodeBytes + 16 * h;
+      s = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp)));
+      if constexpr (kBias) m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(sp + 32)));
+      else m = _mm256_mul_ps(s, neg_offset);
+    }
     const int64_t e = b * kBlock, db = e / 32;
     for (int t = 0; t < T; ++t) {
       __m256i acc = _mm256_setzero_si256();
@@ -142,25 +161,28 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
   }
 }
 
-template <CodeMode kMode, int kBlock, bool kBias>
+template <CodeMode kMode, int kBlock, bool kBias, bool kK = false>
 void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                   float* y, int64_t rows, int64_t r0) {
   constexpr int kTile = 4;
   for (int h = 0; h < 2; ++h) {
     int64_t t = t0;
-    for (; t + kTile <= t1; t += kTile) panel_tile<kMode, kBlock, kBias, kTile>(panel, layout, a, t, y, rows, r0, h);
+    for (; t + kTile <= t1; t += kTile) panel_tile<kMode, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0, h);
     switch (t1 - t) {
       case 0: break;
-      case 1: panel_tile<kMode, kBlock, kBias, 1>(panel, layout, a, t, y, rows, r0, h); break;
-      case 2: panel_tile<kMode, kBlock, kBias, 2>(panel, layout, a, t, y, rows, r0, h); break;
-      default: panel_tile<kMode, kBlock, kBias, 3>(panel, layout, a, t, y, rows, r0, h); break;
+      case 1: panel_tile<kMode, kBlock, kBias, kK, 1>(panel, layout, a, t, y, rows, r0, h); break;
+      case 2: panel_tile<kMode, kBlock, kBias, kK, 2>(panel, layout, a, t, y, rows, r0, h); break;
+      default: panel_tile<kMode, kBlock, kBias, kK, 3>(panel, layout, a, t, y, rows, r0, h); break;
     }
   }
 }
 
 void panel(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
            int64_t rows, int64_t r0) {
-  if (layout.code_bits == 4) {
+  if (layout.k_scales) {
+    if (layout.code_bits == 4) panel_tokens<CodeMode::kUnsigned4, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+    else panel_tokens<CodeMode::kUnsigned8, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+  } else if (layout.code_bits == 4) {
     if (layout.has_bias) panel_tokens<CodeMode::kUnsigned4, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
     else panel_tokens<CodeMode::kUnsigned4, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
   } else if (layout.block == 16) {

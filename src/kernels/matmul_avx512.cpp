@@ -44,13 +44,14 @@ inline __m512i broadcast_u32(const int8_t* p) {
 // 16 rows x T tokens over a whole panel: the block's codes are unpacked once into
 // registers and used by all T tokens; per block and token, kBlock/4 vpdpbusd give 16
 // row sums, then scale and bias in float.
-template <int kBits, int kBlock, bool kBias, int T>
+template <int kBits, int kBlock, bool kBias, bool kK, int T>
 void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
                 int64_t rows, int64_t r0) {
   constexpr int kGroups = kBlock / 4;
   constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
-  constexpr size_t kBlockBytes = kCodeBytes + 32 + (kBias ? 32 : 0);
+  constexpr size_t kBlockBytes = kCodeBytes + (kK ? 32 : 32 + (kBias ? 32 : 0));
   const int64_t cols = a.cols, nb32 = cols / 32, nblocks = cols / kBlock;
+  __m512 super_d = _mm512_setzero_ps(), super_neg_dmin = _mm512_setzero_ps();
   const __m512 neg_offset = _mm512_set1_ps(-static_cast<float>(layout.offset));
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   const int8_t* xq[T];
@@ -64,6 +65,14 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
     out[t] = _mm512_setzero_ps();
   }
   for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
+    if constexpr (kK) {
+      if (b % PanelLayout::kSuperBlocks == 0) {
+        super_d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel)));
+        super_neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(),
+                                       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 32))));
+        panel += PanelLayout::kSuperHeader;
+      }
+    }
     __m512i w[kGroups];
     if constexpr (kBits == 4) {
 #pragma GCC unroll 4
@@ -76,11 +85,18 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
 #pragma GCC unroll 8
       for (int k = 0; k < kGroups; ++k) w[k] = _mm512_loadu_si512(panel + 64 * k);
     }
-    __m512 s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
-    __m512 m;
-    if constexpr (kBias) {
+    __m512 s, m;
+    if constexpr (kK) {
+      auto u8_to_ps = [](const uint8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      };
+      s = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes), super_d);
+      m = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes + 16), super_neg_dmin);
+    } else if constexpr (kBias) {
+      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
       m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes + 32)));
     } else {
+      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
       m = _mm512_mul_ps(s, neg_offset);
     }
     const int64_t e = b * kBlock, db = e / 32;
@@ -102,27 +118,30 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
   for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * rows + r0, mask, out[t]);
 }
 
-template <int kBits, int kBlock, bool kBias>
+template <int kBits, int kBlock, bool kBias, bool kK = false>
 void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                   float* y, int64_t rows, int64_t r0) {
   constexpr int kTile = 8;
   int64_t t = t0;
-  for (; t + kTile <= t1; t += kTile) panel_tile<kBits, kBlock, kBias, kTile>(panel, layout, a, t, y, rows, r0);
+  for (; t + kTile <= t1; t += kTile) panel_tile<kBits, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0);
   switch (t1 - t) {
     case 0: break;
-    case 1: panel_tile<kBits, kBlock, kBias, 1>(panel, layout, a, t, y, rows, r0); break;
-    case 2: panel_tile<kBits, kBlock, kBias, 2>(panel, layout, a, t, y, rows, r0); break;
-    case 3: panel_tile<kBits, kBlock, kBias, 3>(panel, layout, a, t, y, rows, r0); break;
-    case 4: panel_tile<kBits, kBlock, kBias, 4>(panel, layout, a, t, y, rows, r0); break;
-    case 5: panel_tile<kBits, kBlock, kBias, 5>(panel, layout, a, t, y, rows, r0); break;
-    case 6: panel_tile<kBits, kBlock, kBias, 6>(panel, layout, a, t, y, rows, r0); break;
-    default: panel_tile<kBits, kBlock, kBias, 7>(panel, layout, a, t, y, rows, r0); break;
+    case 1: panel_tile<kBits, kBlock, kBias, kK, 1>(panel, layout, a, t, y, rows, r0); break;
+    case 2: panel_tile<kBits, kBlock, kBias, kK, 2>(panel, layout, a, t, y, rows, r0); break;
+    case 3: panel_tile<kBits, kBlock, kBias, kK, 3>(panel, layout, a, t, y, rows, r0); break;
+    case 4: panel_tile<kBits, kBlock, kBias, kK, 4>(panel, layout, a, t, y, rows, r0); break;
+    case 5: panel_tile<kBits, kBlock, kBias, kK, 5>(panel, layout, a, t, y, rows, r0); break;
+    case 6: panel_tile<kBits, kBlock, kBias, kK, 6>(panel, layout, a, t, y, rows, r0); break;
+    default: panel_tile<kBits, kBlock, kBias, kK, 7>(panel, layout, a, t, y, rows, r0); break;
   }
 }
 
 void panel(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
            int64_t rows, int64_t r0) {
-  if (layout.code_bits == 4) {
+  if (layout.k_scales) {
+    if (layout.code_bits == 4) panel_tokens<4, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+    else panel_tokens<8, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+  } else if (layout.code_bits == 4) {
     if (layout.has_bias) panel_tokens<4, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
     else panel_tokens<4, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
   } else if (layout.block == 16) {

@@ -16,8 +16,8 @@ constexpr PanelLayout kQ4_1{4, 32, true, 0};
 constexpr PanelLayout kQ5_0{8, 32, false, 16};
 constexpr PanelLayout kQ5_1{8, 32, true, 0};
 constexpr PanelLayout kQ8_0{8, 32, false, 128};
-constexpr PanelLayout kQ4_K{4, 32, true, 0};
-constexpr PanelLayout kQ5_K{8, 32, true, 0};
+constexpr PanelLayout kQ4_K{4, 32, true, 0, true};
+constexpr PanelLayout kQ5_K{8, 32, true, 0, true};
 constexpr PanelLayout kQ6_K{8, 16, false, 32};
 
 // One panel block of one row: codes (unsigned), scale and bias, value = s * code + m.
@@ -148,31 +148,63 @@ void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) 
   }
 }
 
+// Writes row r's codes of one block into the panel's code vectors.
+void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) {
+  for (int k = 0; k < L.block / 4; ++k) {
+    for (int i = 0; i < 4; ++i) {
+      if (L.code_bits == 8) {
+        dst[64 * k + 4 * r + i] = codes[4 * k + i];
+      } else if (k < 4) {  // 4-bit: vector k holds codes 4k.. (low) and 16+4k.. (high)
+        dst[64 * k + 4 * r + i] = static_cast<uint8_t>(codes[4 * k + i] | (codes[16 + 4 * k + i] << 4));
+      }
+    }
+  }
+}
+
+// Q4_K/Q5_K: the super-block's d and dmin go to a header, each block keeps the 6-bit
+// scale and min codes as bytes.
+void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const size_t super_bytes = w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  const int64_t nblocks = w.cols / L.block;
+  DecodedBlock dec;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    if (b % PanelLayout::kSuperBlocks == 0) {
+      std::memset(dst, 0, PanelLayout::kSuperHeader);
+      for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+        const uint8_t* sb = w.data + (g * kPanelRows + r) * rb + (b / PanelLayout::kSuperBlocks) * super_bytes;
+        std::memcpy(dst + 2 * r, sb, 2);       // d
+        std::memcpy(dst + 32 + 2 * r, sb + 2, 2);  // dmin
+      }
+      dst += PanelLayout::kSuperHeader;
+    }
+    std::memset(dst, 0, L.block_bytes());
+    uint8_t* sc = dst + L.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
+      decode_block(w.type, row, b, &dec);
+      put_codes(L, dec.codes, r, dst);
+      unpack_k_scale(row + (b / PanelLayout::kSuperBlocks) * super_bytes + 4, static_cast<int>(b % 8), sc + r,
+                     sc + kPanelRows + r);
+    }
+    dst += L.block_bytes();
+  }
+}
+
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   const PanelLayout& L = *panel_layout(w.type);
   size_t rb = w.row_bytes != 0 ? w.row_bytes : row_bytes(w.type, w.cols);
   if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
   if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
+  if (L.k_scales) return pack_panel_k(L, w, rb, g, dst);
   int64_t nblocks = w.cols / L.block;
-  const size_t code_bytes = L.code_bytes();
   DecodedBlock dec;
   for (int64_t b = 0; b < nblocks; ++b, dst += L.block_bytes()) {
     std::memset(dst, 0, L.block_bytes());
-    auto* scales = reinterpret_cast<uint16_t*>(dst + code_bytes);
+    auto* scales = reinterpret_cast<uint16_t*>(dst + L.code_bytes());
     auto* biases = scales + kPanelRows;
-    for (int r = 0; r < kPanelRows; ++r) {
-      int64_t row = g * kPanelRows + r;
-      if (row >= w.rows) break;
-      decode_block(w.type, w.data + row * rb, b, &dec);
-      for (int k = 0; k < L.block / 4; ++k) {
-        for (int i = 0; i < 4; ++i) {
-          if (L.code_bits == 8) {
-            dst[64 * k + 4 * r + i] = dec.codes[4 * k + i];
-          } else if (k < 4) {  // 4-bit: vector k holds codes 4k.. (low) and 16+4k.. (high)
-            dst[64 * k + 4 * r + i] = static_cast<uint8_t>(dec.codes[4 * k + i] | (dec.codes[16 + 4 * k + i] << 4));
-          }
-        }
-      }
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      decode_block(w.type, w.data + (g * kPanelRows + r) * rb, b, &dec);
+      put_codes(L, dec.codes, r, dst);
       scales[r] = f32_to_f16(dec.s);
       if (L.has_bias) biases[r] = f32_to_f16(dec.m);
     }
@@ -189,7 +221,7 @@ PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool) {
   p.rows_ = w.rows;
   p.cols_ = w.cols;
   p.layout_ = layout;
-  p.group_bytes_ = layout->block_bytes() * static_cast<size_t>(w.cols / layout->block);
+  p.group_bytes_ = layout->group_bytes(w.cols);
   int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   size_t total = p.group_bytes_ * static_cast<size_t>(groups);
   p.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)));
