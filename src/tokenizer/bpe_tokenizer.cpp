@@ -115,7 +115,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::string& key, std::vec
   }
   std::vector<Symbol> symbols;
   for (size_t pos = 0; pos < word.size();) {
-    const size_t n = std::min<size_t>(utf8::sequence_length(static_cast<uint8_t>(word[pos])), word.size() - pos);
+    const size_t n = utf8::char_length(word, pos);
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back({index - 1, pos + n < word.size() ? index + 1 : -1, pos, n});
     pos += n;
@@ -154,7 +154,7 @@ void BpeTokenizer::encode_word(std::string_view word, std::string& key, std::vec
     }
     // A merge result missing from the vocabulary: fall back to its characters.
     for (size_t pos = 0; pos < piece.size();) {
-      const size_t n = std::min<size_t>(utf8::sequence_length(static_cast<uint8_t>(piece[pos])), piece.size() - pos);
+      const size_t n = utf8::char_length(piece, pos);
       const int32_t char_id = vocab_.find(piece.substr(pos, n));
       if (char_id >= 0) out.push_back(char_id);
       else if (vocab_.unk >= 0) out.push_back(vocab_.unk);

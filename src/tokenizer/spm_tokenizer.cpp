@@ -1,5 +1,6 @@
 #include "tokenizer/spm_tokenizer.h"
 
+#include <algorithm>
 #include <queue>
 
 #include <fmt/format.h>
@@ -61,7 +62,7 @@ SpmTokenizer::SpmTokenizer(Vocab vocab) : VocabTokenizer(std::move(vocab)) {
   for (int b = 0; b < 256; ++b) {
     int32_t id = vocab_.find(fmt::format("<0x{:02X}>", b));
     if (id < 0) id = vocab_.find(std::string(1, static_cast<char>(b)));
-    byte_tokens_[b] = id >= 0 ? id : vocab_.unk;
+    byte_tokens_[b] = id;
   }
   for (int32_t id = 0; id < vocab_.size(); ++id) {
     const std::string& text = vocab_.texts[id];
@@ -91,7 +92,8 @@ void SpmTokenizer::encode_text(std::string_view raw, bool at_start, std::vector<
   std::vector<Symbol> symbols;
   symbols.reserve(text.size());
   for (size_t pos = 0; pos < text.size();) {
-    const size_t n = std::min<size_t>(utf8::sequence_length(static_cast<uint8_t>(text[pos])), text.size() - pos);
+    // Invalid bytes are symbols of their own, so they never swallow a following space.
+    const size_t n = utf8::char_length(text, pos);
     const auto index = static_cast<int32_t>(symbols.size());
     symbols.push_back({index - 1, pos + n < text.size() ? index + 1 : -1, pos, n});
     pos += n;
@@ -128,9 +130,16 @@ void SpmTokenizer::encode_text(std::string_view raw, bool at_start, std::vector<
       out.push_back(id);
       continue;
     }
-    for (char c : piece) {
-      const int32_t byte_id = byte_tokens_[static_cast<uint8_t>(c)];
-      if (byte_id >= 0) out.push_back(byte_id);
+    // Not a token: spell each character with byte tokens, or <unk> where one is missing.
+    for (size_t pos = 0; pos < piece.size();) {
+      const size_t n = utf8::char_length(piece, pos);
+      const std::string_view ch = piece.substr(pos, n);
+      pos += n;
+      if (std::all_of(ch.begin(), ch.end(), [&](char c) { return byte_tokens_[static_cast<uint8_t>(c)] >= 0; })) {
+        for (char c : ch) out.push_back(byte_tokens_[static_cast<uint8_t>(c)]);
+      } else if (vocab_.unk >= 0) {
+        out.push_back(vocab_.unk);
+      }
     }
   }
 }

@@ -18,7 +18,7 @@ class SpmTokenizer : public VocabTokenizer {
   void encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const override;
 
  private:
-  std::array<int32_t, 256> byte_tokens_;  // -1: no token for that byte
+  std::array<int32_t, 256> byte_tokens_;  // <0xNN> (or the byte itself) token; -1: none
 };
 
 }  // namespace tps

@@ -119,3 +119,28 @@ TEST_F(Stories, StreamingDecoderHoldsSplitCharacters) {
 
 }  // namespace
 }  // namespace tps
+
+namespace tps {
+namespace {
+
+TEST(Phi3, ChatTokens) {
+  const auto path = test::fixtures_dir() / "vocab" / "ggml-vocab-phi-3.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
+  auto file = GgufFile::open(path.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  const int32_t end = tok->find_token("<|end|>");
+  const int32_t user = tok->find_token("<|user|>");
+  ASSERT_GE(end, 0);
+  ASSERT_GE(user, 0);
+  EXPECT_TRUE(tok->is_eog(end));
+  EXPECT_TRUE(tok->is_eog(tok->eos_id()));
+  EXPECT_FALSE(tok->is_eog(user));
+  const auto ids = tok->encode("<|user|>\nHi<|end|>", true, true);
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(ids[0], tok->bos_id());
+  EXPECT_EQ(ids[1], user);
+  EXPECT_EQ(ids.back(), end);
+}
+
+}  // namespace
+}  // namespace tps
