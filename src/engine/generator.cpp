@@ -11,8 +11,10 @@ namespace tps {
 namespace {
 
 int64_t resolve_context(const Model& model, int64_t context) {
-  if (context > 0) return context;
-  return std::min(model.config().context_length, Generator::kDefaultContext);
+  const int64_t trained = model.config().context_length;
+  if (context <= 0) return std::min(trained, Generator::kDefaultContext);
+  if (context > trained) fail("a context of {} exceeds the model's context length of {}", context, trained);
+  return context;
 }
 
 int64_t blocks_for(int64_t tokens) { return (tokens + KvCache::kDefaultBlockTokens - 1) / KvCache::kDefaultBlockTokens; }

@@ -42,7 +42,7 @@ class Generator {
  public:
   static constexpr int64_t kDefaultContext = 4096;
   // context <= 0: the model's context length, at most kDefaultContext (the KV cache is
-  // allocated for all of it up front).
+  // allocated for all of it up front). A context longer than the model's is refused.
   Generator(Model& model, ThreadPool& pool, int64_t context = 0);
 
   int64_t context() const { return context_; }

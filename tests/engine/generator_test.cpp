@@ -83,6 +83,7 @@ TEST(Generator, RefusesMoreThanTheContext) {
     EXPECT_STREQ(e.what(), "prompt of 10 tokens plus 23 to generate exceeds the context of 32");
   }
   EXPECT_NO_THROW(g.generate(prompt, greedy(22)));
+  EXPECT_THROW(Generator(*model, pool, model->config().context_length + 1), Error);
 }
 
 TEST(Generator, PrefillThenStepMatchesOnePrefill) {
