@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "../model/test_fixtures.h"
+#include "scripted_model.h"
 
 namespace tps {
 
@@ -106,6 +107,33 @@ TEST(Percentile, NearestRank) {
   EXPECT_EQ(percentile({3, 1, 2, 4}, 50), 2);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 99), 4);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 0), 1);
+}
+
+}  // namespace tps
+
+namespace tps {
+
+TEST(Generator, EndsAtAnEndOfGenerationTokenUnlessToldNotTo) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  auto base = Model::load(path);
+  const int32_t eos = base->tokenizer().eos_id();
+  const int32_t a = base->tokenizer().find_token("\xe2\x96\x81Once");
+  ASSERT_GE(a, 0);
+  testing::ScriptedModel model(std::move(base), {a, a, eos, a, a});
+  ThreadPool pool(1);
+  Generator g(model, pool, 64);
+  const std::vector<int32_t> prompt = {1};
+  GenerationResult r = g.generate(prompt, greedy(5));
+  EXPECT_EQ(r.finish_reason, "eog");
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{a, a}));
+  EXPECT_EQ(r.text, "Once Once");
+  EXPECT_EQ(model.steps(), 3u);  // the EOG token was sampled, nothing run after it
+
+  GenerationOptions o = greedy(2);
+  o.stop_at_eog = false;
+  r = g.generate(prompt, o);  // continues the script: a, a
+  EXPECT_EQ(r.finish_reason, "length");
+  EXPECT_EQ(r.tokens.size(), 2u);
 }
 
 }  // namespace tps
