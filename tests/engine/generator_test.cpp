@@ -102,6 +102,22 @@ TEST(Generator, PrefillThenStepMatchesOnePrefill) {
   EXPECT_EQ(g.position(), 5);
 }
 
+TEST(Generator, KvCacheGrowsKeepingWhatItHolds) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  auto model = Model::load(path);
+  ThreadPool pool(1);
+  std::vector<int32_t> tokens = {1};
+  for (int i = 0; i < 40; ++i) tokens.push_back(300 + (i * 7) % 200);
+  Generator whole(*model, pool, 128);
+  whole.reserve(128);
+  std::span<float> all = whole.prefill(tokens);
+  std::vector<float> expected(all.begin(), all.end());
+  Generator stepwise(*model, pool, 128);  // grows block by block, past 16 and 32
+  std::span<float> last;
+  for (int32_t t : tokens) last = stepwise.step(t);
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(last[i], expected[i], 1e-4) << i;
+}
+
 TEST(Percentile, NearestRank) {
   EXPECT_EQ(percentile({}, 50), 0);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 50), 2);
