@@ -1,0 +1,38 @@
+#pragma once
+// Matrix products of weights (any supported type) with f32 activations: the heart of
+// the forward pass. One entry point; the implementation picks a kernel for the weight
+// type and the best instruction set the CPU has (or the one forced for tests).
+#include <cstdint>
+#include <string>
+
+#include "core/thread_pool.h"
+#include "quant/ggml_type.h"
+
+namespace tps {
+
+enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
+const char* isa_name(Isa isa);
+// The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx512|amx caps it.
+Isa active_isa();
+bool cpu_supports(Isa isa);
+// Forces a path (tests and comparisons); must be supported by the CPU.
+void set_active_isa(Isa isa);
+
+// A weight matrix as stored in GGUF: `rows` output features, each a contiguous row of
+// `cols` input features in `type` blocks. Optional `packed` data is a load-time
+// repacked copy a kernel may prefer (owned elsewhere).
+struct WeightMatrix {
+  GgmlType type = GgmlType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const uint8_t* data = nullptr;
+  size_t row_bytes = 0;
+};
+
+// y[t * rows + r] = sum_c W[r, c] * x[t * cols + c], for t < n_tokens.
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// Reference used as the test oracle: dequantize each row, dot in double precision.
+void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);
+
+}  // namespace tps

@@ -1,0 +1,38 @@
+#pragma once
+// Storage of attention keys and values for every layer, in fixed-size blocks of
+// positions. A sequence owns a block table (block ids in position order), so memory
+// follows actual lengths; which blocks a sequence gets is decided in src/engine.
+#include <cstdint>
+#include <vector>
+
+#include "model/model_config.h"
+
+namespace tps {
+
+class KvCache {
+ public:
+  static constexpr int64_t kDefaultBlockTokens = 16;
+  KvCache(const ModelConfig& config, int64_t n_blocks, int64_t block_tokens = kDefaultBlockTokens);
+
+  int64_t n_blocks() const { return n_blocks_; }
+  int64_t block_tokens() const { return block_tokens_; }
+  int64_t kv_dim() const { return kv_dim_; }
+  size_t bytes() const { return storage_.size() * sizeof(float); }
+
+  // [block_tokens][kv_dim] floats of one block of one layer.
+  float* keys(int64_t layer, int64_t block) { return storage_.data() + offset(layer, block, 0); }
+  float* values(int64_t layer, int64_t block) { return storage_.data() + offset(layer, block, 1); }
+  const float* keys(int64_t layer, int64_t block) const { return storage_.data() + offset(layer, block, 0); }
+  const float* values(int64_t layer, int64_t block) const { return storage_.data() + offset(layer, block, 1); }
+  // Copies one block's contents (all layers) to another: copy-on-write of shared prefixes.
+  void copy_block(int64_t from, int64_t to);
+
+ private:
+  size_t offset(int64_t layer, int64_t block, int kv) const {
+    return ((static_cast<size_t>(layer) * n_blocks_ + block) * 2 + kv) * block_tokens_ * kv_dim_;
+  }
+  int64_t n_layers_, n_blocks_, block_tokens_, kv_dim_;
+  std::vector<float> storage_;
+};
+
+}  // namespace tps

@@ -1,0 +1,36 @@
+#pragma once
+// A loaded decoder-only transformer (llama, qwen2, ...): weights bound in place on the
+// GGUF memory map, the tokenizer, and the forward pass.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "formats/gguf.h"
+#include "model/forward_batch.h"
+#include "model/kv_cache.h"
+#include "model/model_config.h"
+#include "tokenizer/tokenizer.h"
+
+namespace tps {
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  // Throws tps::Error for unknown architectures, missing or misshapen tensors, and
+  // unsupported weight types, naming the tensor.
+  static std::unique_ptr<Model> load(const std::string& path);
+
+  virtual const ModelConfig& config() const = 0;
+  virtual const Tokenizer& tokenizer() const = 0;
+  virtual const GgufFile& gguf() const = 0;
+  virtual size_t weight_bytes() const = 0;  // bytes of all weights read per token
+
+  // Runs all rows of `batch`: writes their K/V at (sequence, position) through the
+  // block tables, attends causally over each sequence's positions <= the row's, and
+  // writes vocab_size logits for every row with want_logits set, in row order.
+  // Not thread-safe: one caller at a time (it owns scratch buffers).
+  virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits, ThreadPool& pool) = 0;
+};
+
+}  // namespace tps

@@ -1,0 +1,37 @@
+#pragma once
+// Turns logits into the next token: penalties, then temperature, top-k, top-p, min-p,
+// and a draw from a seeded generator (greedy when temperature <= 0). Reproducible for
+// a given seed.
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+namespace tps {
+
+struct SamplingParams {
+  float temperature = 0.8f;
+  int32_t top_k = 40;          // <= 0: off
+  float top_p = 0.95f;         // >= 1: off
+  float min_p = 0.05f;         // <= 0: off
+  float repeat_penalty = 1.0f; // 1: off (llama.cpp semantics over the last repeat_last_n)
+  int32_t repeat_last_n = 64;
+  float presence_penalty = 0.0f;
+  float frequency_penalty = 0.0f;
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  // `history` is the sequence so far (prompt and generated) for the penalties.
+  // Modifies `logits` in place.
+  int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> candidates_;
+};
+
+}  // namespace tps
