@@ -1,5 +1,6 @@
 #include "roofline/measurement.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <set>
@@ -94,7 +95,7 @@ RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Eff
   a.mbu = a.achieved_bytes_per_s / a.peak_bytes_per_s;
   a.mfu = a.achieved_flops_per_s / a.peak_flops_per_s;
   // The roof the run came closest to limited it; far from both, time went elsewhere.
-  constexpr double kFarFromRoofs = 0.3;
+  constexpr double kFarFromRoofs = 0.1;
   a.bound = std::max(a.mbu, a.mfu) < kFarFromRoofs ? "overhead" : a.mbu >= a.mfu ? "memory" : "compute";
   return a;
 }
@@ -110,26 +111,74 @@ double loss(const std::vector<BenchRow>& rows, const HardwareSource& hw, const E
   return s;
 }
 
-// One parameter at a time over a geometric grid that narrows around the best value.
-void fit_one(double& param, double lo, double hi, const std::function<double()>& f) {
-  for (int round = 0; round < 3; ++round) {
-    double best = param, best_loss = f();
-    constexpr int kSteps = 24;
-    for (int i = 0; i <= kSteps; ++i) {
-      double saved = param;
-      param = lo * std::pow(hi / lo, static_cast<double>(i) / kSteps);
-      double l = f();
-      if (l < best_loss) {
-        best_loss = l;
-        best = param;
+// Nelder-Mead on the logarithms of the parameters (all positive, spanning decades), from
+// a start point; a few restarts shake it out of flat valleys.
+std::vector<double> minimize_log(const std::function<double(const std::vector<double>&)>& f,
+                                 std::vector<double> x0, const std::vector<double>& lo,
+                                 const std::vector<double>& hi) {
+  size_t n = x0.size();
+  auto clamp = [&](std::vector<double> v) {
+    for (size_t i = 0; i < n; ++i) v[i] = std::clamp(v[i], std::log(lo[i]), std::log(hi[i]));
+    return v;
+  };
+  auto value = [&](const std::vector<double>& v) {
+    std::vector<double> e(n);
+    for (size_t i = 0; i < n; ++i) e[i] = std::exp(v[i]);
+    return f(e);
+  };
+  std::vector<double> best(n);
+  for (size_t i = 0; i < n; ++i) best[i] = std::log(x0[i]);
+  best = clamp(best);
+  for (int restart = 0; restart < 4; ++restart) {
+    std::vector<std::vector<double>> pts(n + 1, best);
+    for (size_t i = 0; i < n; ++i) pts[i + 1][i] += 0.7;  // a factor of 2 up each axis
+    for (auto& p : pts) p = clamp(p);
+    std::vector<double> vals(n + 1);
+    for (size_t i = 0; i <= n; ++i) vals[i] = value(pts[i]);
+    for (int it = 0; it < 300; ++it) {
+      std::vector<size_t> order(n + 1);
+      for (size_t i = 0; i <= n; ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return vals[a] < vals[b]; });
+      size_t w = order[n];
+      std::vector<double> c(n, 0.0);
+      for (size_t i = 0; i < n; ++i)
+        for (size_t k = 0; k <= n; ++k)
+          if (k != w) c[i] += pts[k][i] / n;
+      auto along = [&](double t) {
+        std::vector<double> v(n);
+        for (size_t i = 0; i < n; ++i) v[i] = c[i] + t * (pts[w][i] - c[i]);
+        return clamp(v);
+      };
+      std::vector<double> r = along(-1);
+      double fr = value(r);
+      if (fr < vals[order[0]]) {
+        std::vector<double> e = along(-2);
+        double fe = value(e);
+        if (fe < fr) { pts[w] = e; vals[w] = fe; } else { pts[w] = r; vals[w] = fr; }
+      } else if (fr < vals[order[n - 1]]) {
+        pts[w] = r;
+        vals[w] = fr;
+      } else {
+        std::vector<double> k = along(0.5);
+        double fk = value(k);
+        if (fk < vals[w]) {
+          pts[w] = k;
+          vals[w] = fk;
+        } else {  // shrink toward the best point
+          for (size_t j = 0; j <= n; ++j)
+            if (j != order[0]) {
+              for (size_t i = 0; i < n; ++i) pts[j][i] = 0.5 * (pts[j][i] + pts[order[0]][i]);
+              vals[j] = value(pts[j]);
+            }
+        }
       }
-      param = saved;
     }
-    param = best;
-    double span = std::pow(hi / lo, 1.0 / kSteps);
-    lo = std::max(lo, best / span);
-    hi = std::min(hi, best * span);
+    size_t bi = std::min_element(vals.begin(), vals.end()) - vals.begin();
+    best = pts[bi];
   }
+  std::vector<double> out(n);
+  for (size_t i = 0; i < n; ++i) out[i] = std::exp(best[i]);
+  return out;
 }
 
 }  // namespace
@@ -144,19 +193,25 @@ Efficiency calibrate(const std::vector<BenchRow>& rows, const HardwareSource& hw
     paths.insert(est.attention_path());
   }
   for (const auto& p : paths) eff.compute_by_path.emplace(p, eff.compute_for(p));
-  auto f = [&] { return loss(rows, hw, eff); };
-  // The latency grid starts at 0.1 us: its floor stands for "no fixed cost".
-  double latency = std::max(eff.layer_latency, 1e-7);
-  for (int sweep = 0; sweep < 4; ++sweep) {
-    fit_one(eff.bandwidth, 0.02, 1.5, f);
-    eff.layer_latency = latency;
-    fit_one(latency, 1e-7, 5e-3, [&] {
-      eff.layer_latency = latency;
-      return f();
-    });
-    eff.layer_latency = latency;
-    for (const auto& p : paths) fit_one(eff.compute_by_path[p], 1e-3, 1.5, f);
+  // Parameters: bandwidth fraction, per-layer latency (its floor of 0.1 us stands for
+  // "no fixed cost"), then one compute fraction per path.
+  std::vector<std::string> order(paths.begin(), paths.end());
+  std::vector<double> x0 = {eff.bandwidth, std::max(eff.layer_latency, 1e-7)};
+  std::vector<double> lo = {0.05, 1e-7}, hi = {1.2, 2e-3};
+  for (const auto& p : order) {
+    x0.push_back(eff.compute_by_path[p]);
+    lo.push_back(1e-3);
+    hi.push_back(1.5);
   }
+  auto apply = [&](const std::vector<double>& x) {
+    eff.bandwidth = x[0];
+    eff.layer_latency = x[1];
+    for (size_t i = 0; i < order.size(); ++i) eff.compute_by_path[order[i]] = x[2 + i];
+  };
+  apply(minimize_log([&](const std::vector<double>& x) {
+    apply(x);
+    return loss(rows, hw, eff);
+  }, x0, lo, hi));
   return eff;
 }
 

@@ -31,7 +31,7 @@ struct RowAnalysis {
   std::string compute_path;
   double mbu = 0;                // model bandwidth utilization
   double mfu = 0;                // model FLOPs utilization
-  std::string bound;             // "memory", "compute" or "overhead" (far from both roofs)
+  std::string bound;             // "memory", "compute" or "overhead" (under 10 % of both roofs)
   std::string predicted_bound;   // what the roofline expects to dominate
 };
 RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff);
