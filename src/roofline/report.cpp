@@ -286,8 +286,10 @@ std::string render_roofline_svg(const json& r) {
       "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" viewBox=\"0 0 {0} {1}\" "
       "font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n",
       w, h);
+  std::string device = r["hardware"]["name"].get<std::string>();
+  if (device.size() > 44) device = device.substr(0, 41) + "...";
   s += fmt::format("<text x=\"{}\" y=\"22\" font-size=\"14\">Roofline: {} on {} ({}, {})</text>\n", left,
-                   r["model"]["name"].get<std::string>(), r["hardware"]["name"].get<std::string>(),
+                   r["model"]["name"].get<std::string>(), device,
                    r["deployment"]["weight_type"].get<std::string>(), r["roofs"]["compute_path"].get<std::string>());
   // Decade grid and labels.
   for (double v = std::pow(10, std::ceil(std::log10(x_lo))); v <= x_hi; v *= 10)
@@ -311,15 +313,18 @@ std::string render_roofline_svg(const json& r) {
   roof(bw, peak, "stroke=\"#1f4e9c\" stroke-width=\"2\"");
   roof(bw * r["roofs"]["bandwidth_fraction"].get<double>(), peak * r["roofs"]["compute_fraction"].get<double>(),
        "stroke=\"#1f4e9c\" stroke-dasharray=\"6 4\"");
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">peak {} (ridge {:.3g} FLOP/byte)</text>\n", X(ridge) + 6,
-                   Y(peak) - 6, si(peak, "FLOP/s"), ridge);
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">peak {} (ridge {:.3g} FLOP/byte); "
+                   "dashed: with efficiency fractions</text>\n",
+                   w - right, Y(peak) - 6, si(peak, "FLOP/s"), ridge);
+  int index = 0;
   for (const auto& p : r["phases"]) {
     double x = p["intensity"].get<double>(), y = p["achieved_ops_per_s"].get<double>();
+    double dy = index++ % 2 ? -8 : 16;  // alternate above and below: neighbours often overlap
     bool pre = p["phase"] == "prefill";
     std::string label = pre ? "prefill" : fmt::format("decode B={}", p["batch"].get<int64_t>());
     s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>"
                      "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n",
-                     X(x), Y(y), pre ? "#c0392b" : "#27ae60", X(x) + 8, Y(y) + 4, label);
+                     X(x), Y(y), pre ? "#c0392b" : "#27ae60", X(x) + 6, Y(y) + dy, label);
   }
   s += "</svg>\n";
   return s;
