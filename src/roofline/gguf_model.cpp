@@ -5,33 +5,48 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "model/gguf_config.h"
 #include "roofline/number_formats.h"
 
 namespace tps {
 
+namespace {
+
+// The forward pass's reader accepts only the architectures it runs; the roofline also
+// sizes others (deepseek2 with MLA, whose key and value lengths differ), from the same keys.
+ModelConfig read_any_architecture(const GgufFile& f) {
+  std::string arch = f.require_string("general.architecture");
+  if (is_supported_architecture(arch)) return read_model_config(f);
+  ModelConfig c;
+  c.arch = arch;
+  c.name = f.get_string("general.name", "");
+  const std::string a = arch + ".";
+  c.dim = f.require_int(a + "embedding_length");
+  c.n_layers = f.require_int(a + "block_count");
+  c.n_heads = f.require_int(a + "attention.head_count");
+  c.n_kv_heads = f.get_int(a + "attention.head_count_kv", c.n_heads);
+  c.ffn_dim = f.require_int(a + "feed_forward_length");
+  c.context_length = f.get_int(a + "context_length", c.context_length);
+  if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_layers <= 0 || c.dim <= 0)
+    fail("{}: non-positive model dimensions in the metadata", f.path());
+  c.head_dim = f.get_int(a + "attention.key_length", c.dim / c.n_heads);
+  return c;
+}
+
+}  // namespace
+
 GgufModelInfo read_gguf_model(const std::string& path) {
   auto f = GgufFile::open(path);
-  std::string arch = f->require_string("general.architecture");
-  auto key = [&](const char* k) { return arch + "." + k; };
   RooflineModel m;
+  m.base = read_any_architecture(*f);
   ModelConfig& c = m.base;
-  c.arch = arch;
-  c.name = f->get_string("general.name", path);
-  c.dim = f->require_int(key("embedding_length"));
-  c.n_layers = f->require_int(key("block_count"));
-  c.n_heads = f->require_int(key("attention.head_count"));
-  c.n_kv_heads = f->get_int(key("attention.head_count_kv"), c.n_heads);
-  c.head_dim = f->get_int(key("attention.key_length"), c.dim / c.n_heads);
-  c.ffn_dim = f->require_int(key("feed_forward_length"));
-  c.context_length = f->get_int(key("context_length"), c.context_length);
-  c.rope_base = static_cast<float>(f->get_float(key("rope.freq_base"), c.rope_base));
+  if (c.name.empty()) c.name = path;
+  auto key = [&](const char* k) { return c.arch + "." + k; };
   const GgufTensor* embd = f->find_tensor("token_embd.weight");
   if (!embd || embd->dims.size() != 2) fail("{}: no 2-D token_embd.weight tensor", path);
   c.vocab_size = embd->dims[1];
   c.tied_output = f->find_tensor("output.weight") == nullptr;
   c.qkv_bias = f->find_tensor("blk.0.attn_q.bias") != nullptr;
-  if (c.n_heads <= 0 || c.n_kv_heads <= 0 || c.n_layers <= 0 || c.dim <= 0)
-    fail("{}: non-positive model dimensions in the metadata", path);
 
   m.n_experts = f->get_int(key("expert_count"), 0);
   if (m.n_experts > 0) {
