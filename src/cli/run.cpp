@@ -1,10 +1,13 @@
 // tps run: generate text from a GGUF model, streaming, then report TTFT, prefill and
 // decode speed and inter-token latency.
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "core/error.h"
 #include "engine/generator.h"
 
 namespace tps::cli {
@@ -14,6 +17,7 @@ namespace {
 struct RunArgs {
   std::string model;
   std::string prompt;
+  std::string prompt_file;
   int32_t n_predict = 128;
   int threads = 0;
   int64_t context = 0;
@@ -49,7 +53,16 @@ nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t cont
           {"tokens", r.tokens}};
 }
 
-int run(const RunArgs& a) {
+std::string read_prompt_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open the prompt file '{}'", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+int run(RunArgs a) {
+  if (!a.prompt_file.empty()) a.prompt = read_prompt_file(a.prompt_file);
   auto model = Model::load(a.model);
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
   ThreadPool pool(threads);
@@ -84,7 +97,8 @@ CommandRegistration registration{
     "run", "generate text from a GGUF model and report TTFT, prefill and decode tokens/s", [](CLI::App& sub) {
       auto a = std::make_shared<RunArgs>();
       sub.add_option("-m,--model", a->model, "GGUF model file")->required();
-      sub.add_option("-p,--prompt", a->prompt, "prompt text (BOS is added as the vocabulary asks)");
+      auto* prompt = sub.add_option("-p,--prompt", a->prompt, "prompt text (BOS is added as the vocabulary asks)");
+      sub.add_option("-f,--file", a->prompt_file, "read the prompt from this file")->excludes(prompt);
       sub.add_option("-n,--n-predict", a->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
       sub.add_option("-t,--threads", a->threads, "threads (default: the cores available)");
       sub.add_option("-c,--ctx-size", a->context, "context length (default: the model's, at most 4096)");

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "engine/stop_strings.h"
 
 namespace tps {
 
@@ -18,60 +19,6 @@ int64_t resolve_context(const Model& model, int64_t context) {
 }
 
 int64_t blocks_for(int64_t tokens) { return (tokens + KvCache::kDefaultBlockTokens - 1) / KvCache::kDefaultBlockTokens; }
-
-// Length of the longest suffix of `text` that is a proper prefix of a stop string:
-// text that may still become a stop string and so must not be shown yet.
-size_t held_back(std::string_view text, const std::vector<std::string>& stops) {
-  size_t hold = 0;
-  for (const std::string& s : stops)
-    for (size_t n = std::min(text.size(), s.size() - 1); n > hold; --n)
-      if (text.substr(text.size() - n) == std::string_view(s).substr(0, n)) {
-        hold = n;
-        break;
-      }
-  return hold;
-}
-
-// Streams text through stop-string detection.
-class TextSink {
- public:
-  TextSink(const std::vector<std::string>& stops, const std::function<void(std::string_view)>& on_text,
-           std::string& out)
-      : stops_(stops), on_text_(on_text), out_(out) {}
-
-  // Returns true when a stop string was found (text up to it has been emitted).
-  bool push(const std::string& text) {
-    pending_ += text;
-    size_t found = std::string::npos;
-    for (const std::string& s : stops_)
-      if (!s.empty()) found = std::min(found, pending_.find(s));
-    if (found != std::string::npos) {
-      emit(pending_.substr(0, found));
-      pending_.clear();
-      return true;
-    }
-    size_t keep = held_back(pending_, stops_);
-    emit(pending_.substr(0, pending_.size() - keep));
-    pending_.erase(0, pending_.size() - keep);
-    return false;
-  }
-  void finish(const std::string& tail) {
-    pending_ += tail;
-    emit(pending_);
-    pending_.clear();
-  }
-
- private:
-  void emit(const std::string& text) {
-    if (text.empty()) return;
-    out_ += text;
-    if (on_text_) on_text_(text);
-  }
-  const std::vector<std::string>& stops_;
-  const std::function<void(std::string_view)>& on_text_;
-  std::string& out_;
-  std::string pending_;
-};
 
 }  // namespace
 
@@ -129,7 +76,12 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   const Tokenizer& tokenizer = model_.tokenizer();
   Sampler sampler(options.sampling);
   StreamingDecoder decoder(tokenizer);
-  TextSink sink(options.stop, on_text, result.text);
+  StopStringFilter filter(options.stop);
+  auto emit = [&](const std::string& text) {
+    if (text.empty()) return;
+    result.text += text;
+    if (on_text) on_text(text);
+  };
   std::vector<int32_t> history(prompt.begin(), prompt.end());
   // The decoder tracks the previous token (the leading space after BOS goes).
   for (int32_t id : prompt) decoder.push(id);
@@ -155,12 +107,17 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
     }
     history.push_back(id);
     result.tokens.push_back(id);
-    if (sink.push(decoder.push(id))) {
+    emit(filter.push(decoder.push(id)));
+    if (filter.stopped()) {
       result.finish_reason = "stop";
       break;
     }
   }
-  if (result.finish_reason != "stop") sink.finish(decoder.flush());
+  if (!filter.stopped()) {
+    emit(filter.push(decoder.flush()));
+    if (filter.stopped()) result.finish_reason = "stop";
+    emit(filter.finish());
+  }
   result.decode_s = result.tokens.empty() ? 0 : last - start - result.ttft_s;
   return result;
 }

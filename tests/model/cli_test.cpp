@@ -48,6 +48,15 @@ TEST(Cli, RunRefusesAPromptPastTheContext) {
   expect_one_line_error("run -m " + model + " -p '' -n 40 -c 32", "prompt of 1 tokens plus 40 to generate exceeds the context of 32");
 }
 
+TEST(Cli, RunReadsThePromptFromAFile) {
+  TPS_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+  const std::string prompt = testing::write_bytes("prompt.txt", {'O', 'n', 'c', 'e', ' ', 'u', 'p', 'o', 'n'});
+  auto r = testing::run_command(tps("run -m " + model + " -f " + prompt + " -n 3 --temp 0 -t 1 2>/dev/null"));
+  EXPECT_EQ(r.rc, 0);
+  EXPECT_EQ(r.out, "Once upon a time,\n");
+  expect_one_line_error("run -m " + model + " -f /nonexistent/prompt.txt", "/nonexistent/prompt.txt");
+}
+
 TEST(Cli, RunJsonReportsTheSummary) {
   TPS_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
   auto r = testing::run_command(tps("run -m " + model + " -p '' -n 5 --temp 0 --json -t 1"));
