@@ -257,7 +257,13 @@ void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int6
     #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
   int64_t c = 0;
-  for (; c + 8 <= cols; c += 8) float_step<kType, R, T>(acc, rows, xs, c, 8);
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  for (; c + 8 <= cols; c += 8) {
+    float_step<kType, R, T>(acc, rows, xs, c, 8);
+    // As in the AVX-512 version: R rows stream at once, prefetch ahead of them.
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(rows[i]) + c * kBytes + 512, _MM_HINT_T0);
+  }
   if (c < cols) float_step<kType, R, T>(acc, rows, xs, c, static_cast<int>(cols - c));
   #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)

