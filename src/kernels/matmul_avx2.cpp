@@ -227,24 +227,47 @@ inline __m256 load_x(const float* x, int64_t c, int n) {
   return _mm256_loadu_ps(x + c);
 }
 
+// One 8-column step of an R x T tile (n < 8: a zero-padded tail).
+template <GgmlType kType, int R, int T>
+[[gnu::always_inline]] inline void float_step(__m256 (&acc)[R][T], const uint8_t* const (&rows)[R],
+                                              const float* const (&xs)[T], int64_t c, int n) {
+  __m256 wv[R];
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(rows[i], c, n);
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    __m256 xv = load_x(xs[t], c, n);
+    #pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) acc[i][t] = _mm256_fmadd_ps(wv[i], xv, acc[i][t]);
+  }
+}
+
 template <GgmlType kType, int R, int T>
 void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0) {
-  __m256 acc[R][T];
-  for (int i = 0; i < R; ++i)
-    for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
   const int64_t cols = w.cols;
-  auto step = [&](int64_t c, int n) {
-    __m256 wv[R];
-    for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(w.data + (r + i) * w.row_bytes, c, n);
-    for (int t = 0; t < T; ++t) {
-      __m256 xv = load_x(x + (t0 + t) * cols, c, n);
-      for (int i = 0; i < R; ++i) acc[i][t] = _mm256_fmadd_ps(wv[i], xv, acc[i][t]);
-    }
-  };
-  int64_t c = 0;
-  for (; c + 8 <= cols; c += 8) step(c, 8);
-  if (c < cols) step(c, static_cast<int>(cols - c));
+  const uint8_t* rows[R];
+  const float* xs[T];
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) rows[i] = w.data + (r + i) * w.row_bytes;
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) xs[t] = x + (t0 + t) * cols;
+  __m256 acc[R][T];
+  #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm256_setzero_ps();
+  int64_t c = 0;
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  for (; c + 8 <= cols; c += 8) {
+    float_step<kType, R, T>(acc, rows, xs, c, 8);
+    // As in the AVX-512 version: R rows stream at once, prefetch ahead of them.
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(rows[i]) + c * kBytes + 512, _MM_HINT_T0);
+  }
+  if (c < cols) float_step<kType, R, T>(acc, rows, xs, c, static_cast<int>(cols - c));
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) y[(t0 + t) * w.rows + r + i] = hsum_ps(acc[i][t]);
 }
 

@@ -166,25 +166,49 @@ inline __m512 load_weights(const uint8_t* row, int64_t c, __mmask16 mask) {
   }
 }
 
+// One 16-column step of an R x T tile.
+template <GgmlType kType, int R, int T>
+[[gnu::always_inline]] inline void float_step(__m512 (&acc)[R][T], const uint8_t* const (&rows)[R],
+                                              const float* const (&xs)[T], int64_t c, __mmask16 mask) {
+  __m512 wv[R];
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(rows[i], c, mask);
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    __m512 xv = _mm512_maskz_loadu_ps(mask, xs[t] + c);
+    #pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) acc[i][t] = _mm512_fmadd_ps(wv[i], xv, acc[i][t]);
+  }
+}
+
 // R rows x T tokens; each weight vector is converted once and used by T tokens.
 template <GgmlType kType, int R, int T>
 void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0) {
-  __m512 acc[R][T];
-  for (int i = 0; i < R; ++i)
-    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
   const int64_t cols = w.cols;
-  auto step = [&](int64_t c, __mmask16 mask) {
-    __m512 wv[R];
-    for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(w.data + (r + i) * w.row_bytes, c, mask);
-    for (int t = 0; t < T; ++t) {
-      __m512 xv = _mm512_maskz_loadu_ps(mask, x + (t0 + t) * cols + c);
-      for (int i = 0; i < R; ++i) acc[i][t] = _mm512_fmadd_ps(wv[i], xv, acc[i][t]);
-    }
-  };
-  int64_t c = 0;
-  for (; c + 16 <= cols; c += 16) step(c, 0xFFFF);
-  if (c < cols) step(c, static_cast<__mmask16>((1u << (cols - c)) - 1));
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  const uint8_t* rows[R];
+  const float* xs[T];
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i) rows[i] = w.data + (r + i) * w.row_bytes;
+  #pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) xs[t] = x + (t0 + t) * cols;
+  __m512 acc[R][T];
+  #pragma GCC unroll 8
   for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  // One loop with the tail mask computed in it keeps acc in registers.
+  for (int64_t c = 0; c < cols; c += 16) {
+    __mmask16 mask = c + 16 <= cols ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (cols - c)) - 1);
+    float_step<kType, R, T>(acc, rows, xs, c, mask);
+    // R rows stream at once; the hardware prefetcher alone leaves bandwidth unused
+    // (measured: F16 GEMV 1.5x faster with this).
+#pragma GCC unroll 8
+    for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(rows[i]) + c * kBytes + 512, _MM_HINT_T0);
+  }
+  #pragma GCC unroll 8
+  for (int i = 0; i < R; ++i)
+    #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) y[(t0 + t) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][t]);
 }
 
