@@ -19,7 +19,7 @@ namespace {
 struct RooflineArgs {
   std::string preset, config, model_file;
   std::string hardware, profile;
-  int threads = 0, gpus = 1, tp = 1;
+  int threads = 0, gpus = 0, tp = 1;  // gpus 0: as many as --tp
   std::vector<std::string> weights, kv_types;
   std::vector<int64_t> batches = {1, 8, 64};
   int64_t prompt = 1024, output = 256, context = 0, ubatch = 512;
@@ -163,7 +163,7 @@ int run_roofline(const RooflineArgs& a) {
   std::vector<std::string> weights = a.weights;
   if (weights.empty()) weights = {lm->weight_type.empty() ? "f16" : lm->weight_type};
   std::vector<std::string> kvs = a.kv_types.empty() ? std::vector<std::string>{"f16"} : a.kv_types;
-  Deployment dep = make_deployment(weights[0], kvs[0], a.gpus, a.tp);
+  Deployment dep = make_deployment(weights[0], kvs[0], a.gpus > 0 ? a.gpus : a.tp, a.tp);
   if (lm->bits_per_weight > 0 && a.weights.empty()) dep.bits_per_weight = lm->bits_per_weight;
   if (a.ubatch < 1) fail("--ubatch must be at least 1");
   dep.ubatch = a.ubatch;
@@ -226,7 +226,7 @@ const CommandRegistration kRoofline{
       sub.add_option("--hardware", a->hardware, "device from the database, or 'list'");
       sub.add_option("--profile", a->profile, "hardware profile written by `tps probe -o`");
       sub.add_option("-t,--threads", a->threads, "threads, for a probe profile (default: all it measured)");
-      sub.add_option("--gpus", a->gpus, "devices in all (replicas = gpus / tp)");
+      sub.add_option("--gpus", a->gpus, "devices in all, replicas = gpus / tp (default: tp)");
       sub.add_option("--tp", a->tp, "tensor-parallel degree");
       sub.add_option("--weights", *weights, "weight types, comma separated; the first is reported in full");
       sub.add_option("--kv-type", *kvs, "KV cache types (f32, f16, bf16, q8_0, fp8, q4_0), comma separated");
