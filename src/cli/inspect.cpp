@@ -25,7 +25,12 @@ int run(const InspectArgs& a) {
   auto model = Model::load(a.model);
   const ModelConfig& c = model->config();
   const GgufFile& f = model->gguf();
-  const std::string tokenizer_kind = f.get_string("tokenizer.ggml.model", "?");
+  const std::string tokenizer_kind =
+      fmt::format("{} ({}{})", model->tokenizer().kind() == TokenizerKind::kSpm ? "SentencePiece" : "byte-level BPE",
+                  f.get_string("tokenizer.ggml.model", "?"),
+                  f.has("tokenizer.ggml.pre") ? ", pre " + f.get_string("tokenizer.ggml.pre") : "");
+  int64_t parameters = 0;  // what the file holds, whatever the formula for the shape says
+  for (const GgufTensor& t : f.tensors()) parameters += t.n_elements();
   if (a.json) {
     nlohmann::json tensors = nlohmann::json::array();
     for (const GgufTensor& t : f.tensors())
@@ -50,7 +55,7 @@ int run(const InspectArgs& a) {
                           {"qkv_bias", c.qkv_bias},
                           {"tokenizer", tokenizer_kind},
                           {"tokenizer_vocab_size", model->tokenizer().vocab_size()},
-                          {"parameters", c.parameter_count()},
+                          {"parameters", parameters},
                           {"file_bytes", f.file_size()},
                           {"weight_bytes", f.tensor_data_bytes()},
                           {"tensors", tensors}};
@@ -66,8 +71,8 @@ int run(const InspectArgs& a) {
              rope_style_name(c.rope_style), c.rms_eps);
   fmt::print("output          {}{}\n", c.tied_output ? "tied to token_embd" : "output.weight",
              c.qkv_bias ? ", q/k/v biases" : "");
-  fmt::print("tokenizer       {} ({} tokens)\n", tokenizer_kind, model->tokenizer().vocab_size());
-  fmt::print("parameters      {} ({:.2f} M)\n", c.parameter_count(), c.parameter_count() / 1e6);
+  fmt::print("tokenizer       {}, {} tokens\n", tokenizer_kind, model->tokenizer().vocab_size());
+  fmt::print("parameters      {} ({:.2f} M)\n", parameters, parameters / 1e6);
   fmt::print("weight bytes    {} ({:.2f} MiB; {:.2f} MiB read per token)\n", f.tensor_data_bytes(),
              f.tensor_data_bytes() / 1048576.0, model->weight_bytes() / 1048576.0);
   fmt::print("\n{:<32} {:<6} {:<16} {:>12}\n", "tensor", "type", "shape", "bytes");

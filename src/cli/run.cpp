@@ -22,6 +22,7 @@ struct RunArgs {
   bool json = false;
   bool no_stream = false;
   bool ignore_eos = false;
+  bool hide_prompt = false;
 };
 
 void print_summary(const GenerationResult& r) {
@@ -60,6 +61,9 @@ int run(const RunArgs& a) {
   options.stop = a.stop;
   options.stop_at_eog = !a.ignore_eos;
   const bool stream = !a.json && !a.no_stream;
+  // The prompt is echoed before its continuation, as llama-cli and llama2.c do.
+  const std::string echo = a.hide_prompt ? "" : a.prompt;
+  if (stream) std::fwrite(echo.data(), 1, echo.size(), stdout);
   GenerationResult result = generator.generate(prompt, options, [&](std::string_view text) {
     if (!stream) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
@@ -69,7 +73,7 @@ int run(const RunArgs& a) {
     std::printf("%s\n", summary_json(result, threads, generator.context()).dump(2).c_str());
     return 0;
   }
-  if (!stream) std::fwrite(result.text.data(), 1, result.text.size(), stdout);
+  if (!stream) std::printf("%s%s", echo.c_str(), result.text.c_str());
   std::printf("\n");
   std::fflush(stdout);
   print_summary(result);
@@ -96,6 +100,7 @@ CommandRegistration registration{
       sub.add_option("-s,--seed", a->sampling.seed, "sampling seed")->capture_default_str();
       sub.add_option("--stop", a->stop, "stop before this string (repeatable)");
       sub.add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
+      sub.add_flag("--no-display-prompt", a->hide_prompt, "print only the generated text, not the prompt first");
       sub.add_flag("--no-stream", a->no_stream, "print the text at the end instead of as it is generated");
       sub.add_flag("--json", a->json, "print the text and the summary as one JSON object");
       return [a] { return run(*a); };

@@ -11,8 +11,10 @@ namespace tps {
 namespace {
 
 int64_t resolve_context(const Model& model, int64_t context) {
-  if (context > 0) return context;
-  return std::min(model.config().context_length, Generator::kDefaultContext);
+  const int64_t trained = model.config().context_length;
+  if (context <= 0) return std::min(trained, Generator::kDefaultContext);
+  if (context > trained) fail("a context of {} exceeds the model's context length of {}", context, trained);
+  return context;
 }
 
 int64_t blocks_for(int64_t tokens) { return (tokens + KvCache::kDefaultBlockTokens - 1) / KvCache::kDefaultBlockTokens; }
@@ -76,23 +78,39 @@ class TextSink {
 Generator::Generator(Model& model, ThreadPool& pool, int64_t context)
     : model_(model),
       pool_(pool),
-      context_(resolve_context(model, context)),
-      kv_(model.config(), blocks_for(context_)) {
-  // One sequence owns every block, in order.
-  block_table_.resize(kv_.n_blocks());
-  for (int64_t i = 0; i < kv_.n_blocks(); ++i) block_table_[i] = static_cast<int32_t>(i);
+      context_(resolve_context(model, context)) {
   logits_.resize(model.config().vocab_size);
+}
+
+void Generator::reserve(int64_t tokens) {
+  const int64_t have = kv_ ? kv_->n_blocks() : 0;
+  const int64_t need = blocks_for(std::min(tokens, context_));
+  if (need <= have) return;
+  // Doubling keeps the copies amortized when a caller steps past the reservation.
+  const int64_t blocks = std::min(std::max(need, 2 * have), blocks_for(context_));
+  auto grown = std::make_unique<KvCache>(model_.config(), blocks);
+  const size_t block_floats = static_cast<size_t>(grown->block_tokens() * grown->kv_dim());
+  for (int64_t layer = 0; layer < model_.config().n_layers; ++layer)
+    for (int64_t b = 0; b < have; ++b) {
+      std::copy_n(kv_->keys(layer, b), block_floats, grown->keys(layer, b));
+      std::copy_n(kv_->values(layer, b), block_floats, grown->values(layer, b));
+    }
+  kv_ = std::move(grown);
+  // The one sequence owns every block, in order.
+  block_table_.resize(blocks);
+  for (int64_t i = 0; i < blocks; ++i) block_table_[i] = static_cast<int32_t>(i);
 }
 
 std::span<float> Generator::prefill(std::span<const int32_t> tokens) {
   if (tokens.empty()) fail("nothing to run: no tokens");
   if (position_ + static_cast<int64_t>(tokens.size()) > context_)
     fail("{} tokens after {} exceed the context of {}", tokens.size(), position_, context_);
+  reserve(position_ + static_cast<int64_t>(tokens.size()));
   batch_.clear();
   batch_.sequences.push_back({block_table_.data(), static_cast<int64_t>(block_table_.size())});
   for (size_t i = 0; i < tokens.size(); ++i)
     batch_.add(tokens[i], static_cast<int32_t>(position_ + i), 0, i + 1 == tokens.size());
-  model_.forward(batch_, kv_, logits_.data(), pool_);
+  model_.forward(batch_, *kv_, logits_.data(), pool_);
   position_ += static_cast<int64_t>(tokens.size());
   return logits_;
 }
@@ -117,6 +135,7 @@ GenerationResult Generator::generate(std::span<const int32_t> prompt, const Gene
   for (int32_t id : prompt) decoder.push(id);
 
   reset();
+  reserve(n_prompt + options.max_tokens);
   const double start = now_seconds();
   std::span<float> logits = prefill(prompt);
   result.prefill_s = now_seconds() - start;

@@ -5,6 +5,7 @@
 // Used by `tps run`, `tps logits` and the offline bench.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -41,13 +42,16 @@ struct GenerationResult {
 class Generator {
  public:
   static constexpr int64_t kDefaultContext = 4096;
-  // context <= 0: the model's context length, at most kDefaultContext (the KV cache is
-  // allocated for all of it up front).
+  // context <= 0: the model's context length, at most kDefaultContext. A context longer
+  // than the model's is refused. The KV cache grows with the sequence, up to the context.
   Generator(Model& model, ThreadPool& pool, int64_t context = 0);
 
   int64_t context() const { return context_; }
   int64_t position() const { return position_; }  // tokens in the sequence so far
   void reset() { position_ = 0; }
+  // Makes room for `tokens` positions in the KV cache now (at most the context), so
+  // that later steps never pause to grow it.
+  void reserve(int64_t tokens);
 
   // Appends tokens to the sequence in one forward pass and returns the logits after the
   // last one (valid until the next call). Throws tps::Error past the context.
@@ -63,7 +67,7 @@ class Generator {
   Model& model_;
   ThreadPool& pool_;
   int64_t context_;
-  KvCache kv_;
+  std::unique_ptr<KvCache> kv_;  // blocks 0..n-1 in position order
   std::vector<int32_t> block_table_;
   int64_t position_ = 0;
   ForwardBatch batch_;

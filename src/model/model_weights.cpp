@@ -70,9 +70,10 @@ ModelWeights bind_model_weights(const GgufFile& file, ModelConfig& c) {
   c.tied_output = file.find_tensor("output.weight") == nullptr;
   w.output = c.tied_output ? w.token_embd : b.matrix("output.weight", c.vocab_size, c.dim);
 
-  w.layers.resize(c.n_layers);
+  // Layers are bound one by one (no resize to block_count first): a bogus count
+  // ends at the first missing tensor, not in a huge allocation.
   for (int64_t i = 0; i < c.n_layers; ++i) {
-    LayerWeights& l = w.layers[i];
+    LayerWeights& l = w.layers.emplace_back();
     auto name = [i](const char* what) { return fmt::format("blk.{}.{}", i, what); };
     l.attn_norm = b.vector(name("attn_norm.weight"), c.dim);
     l.wq = b.matrix(name("attn_q.weight"), c.q_dim(), c.dim);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 
 namespace tps {
 
@@ -11,13 +10,21 @@ namespace {
 // Penalties over the last repeat_last_n tokens, as llama.cpp applies them: the repeat
 // penalty divides positive logits and multiplies negative ones; presence and frequency
 // penalties subtract once per distinct token and once per occurrence.
-void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& p) {
+// `window` is scratch, reused across calls.
+void apply_penalties(std::span<float> logits, std::span<const int32_t> history, const SamplingParams& p,
+                     std::vector<int32_t>& window) {
   if (p.repeat_penalty == 1.0f && p.presence_penalty == 0.0f && p.frequency_penalty == 0.0f) return;
   if (p.repeat_last_n == 0) return;
-  const size_t window = p.repeat_last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(p.repeat_last_n));
-  std::unordered_map<int32_t, int> counts;
-  for (int32_t id : history.subspan(history.size() - window)) ++counts[id];
-  for (auto [id, count] : counts) {
+  const size_t n = p.repeat_last_n < 0 ? history.size() : std::min(history.size(), static_cast<size_t>(p.repeat_last_n));
+  // Sorted, equal ids are adjacent: each run is one distinct token and its count.
+  window.assign(history.end() - n, history.end());
+  std::sort(window.begin(), window.end());
+  for (size_t i = 0; i < window.size();) {
+    size_t j = i;
+    while (j < window.size() && window[j] == window[i]) ++j;
+    const int32_t id = window[i];
+    const auto count = static_cast<float>(j - i);
+    i = j;
     if (id < 0 || static_cast<size_t>(id) >= logits.size()) continue;
     float& l = logits[id];
     l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
@@ -40,7 +47,7 @@ double Sampler::uniform() {
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-  apply_penalties(logits, history, params_);
+  apply_penalties(logits, history, params_, window_);
   if (params_.temperature <= 0.0f) return argmax(logits);
 
   // Candidates sorted by logit, best first; top-k trims before the full sort.

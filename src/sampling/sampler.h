@@ -35,6 +35,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
   std::vector<double> probs_;
+  std::vector<int32_t> window_;  // the penalties' look-back, sorted
 };
 
 }  // namespace tps

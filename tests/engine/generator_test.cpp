@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "../model/test_fixtures.h"
+#include "scripted_model.h"
 
 namespace tps {
 
@@ -83,6 +84,7 @@ TEST(Generator, RefusesMoreThanTheContext) {
     EXPECT_STREQ(e.what(), "prompt of 10 tokens plus 23 to generate exceeds the context of 32");
   }
   EXPECT_NO_THROW(g.generate(prompt, greedy(22)));
+  EXPECT_THROW(Generator(*model, pool, model->config().context_length + 1), Error);
 }
 
 TEST(Generator, PrefillThenStepMatchesOnePrefill) {
@@ -100,11 +102,54 @@ TEST(Generator, PrefillThenStepMatchesOnePrefill) {
   EXPECT_EQ(g.position(), 5);
 }
 
+TEST(Generator, KvCacheGrowsKeepingWhatItHolds) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  auto model = Model::load(path);
+  ThreadPool pool(1);
+  std::vector<int32_t> tokens = {1};
+  for (int i = 0; i < 40; ++i) tokens.push_back(300 + (i * 7) % 200);
+  Generator whole(*model, pool, 128);
+  whole.reserve(128);
+  std::span<float> all = whole.prefill(tokens);
+  std::vector<float> expected(all.begin(), all.end());
+  Generator stepwise(*model, pool, 128);  // grows block by block, past 16 and 32
+  std::span<float> last;
+  for (int32_t t : tokens) last = stepwise.step(t);
+  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(last[i], expected[i], 1e-4) << i;
+}
+
 TEST(Percentile, NearestRank) {
   EXPECT_EQ(percentile({}, 50), 0);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 50), 2);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 99), 4);
   EXPECT_EQ(percentile({3, 1, 2, 4}, 0), 1);
+}
+
+}  // namespace tps
+
+namespace tps {
+
+TEST(Generator, EndsAtAnEndOfGenerationTokenUnlessToldNotTo) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  auto base = Model::load(path);
+  const int32_t eos = base->tokenizer().eos_id();
+  const int32_t a = base->tokenizer().find_token("\xe2\x96\x81Once");
+  ASSERT_GE(a, 0);
+  testing::ScriptedModel model(std::move(base), {a, a, eos, a, a});
+  ThreadPool pool(1);
+  Generator g(model, pool, 64);
+  const std::vector<int32_t> prompt = {1};
+  GenerationResult r = g.generate(prompt, greedy(5));
+  EXPECT_EQ(r.finish_reason, "eog");
+  EXPECT_EQ(r.tokens, (std::vector<int32_t>{a, a}));
+  EXPECT_EQ(r.text, "Once Once");
+  EXPECT_EQ(model.steps(), 3u);  // the EOG token was sampled, nothing run after it
+
+  GenerationOptions o = greedy(2);
+  o.stop_at_eog = false;
+  r = g.generate(prompt, o);  // continues the script: a, a
+  EXPECT_EQ(r.finish_reason, "length");
+  EXPECT_EQ(r.tokens.size(), 2u);
 }
 
 }  // namespace tps

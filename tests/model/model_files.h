@@ -22,6 +22,8 @@ struct ModelEdit {
   std::string reshape_tensor;             // writes this tensor with `new_dims`
   std::vector<int64_t> new_dims;
   std::string retype_tensor;              // writes this (f32) tensor as i32 of the same shape
+  std::string u32_key;                    // sets this metadata key to `u32_value`
+  uint32_t u32_value = 0;
 
   static ModelEdit architecture(std::string a) { ModelEdit e; e.arch = std::move(a); return e; }
   static ModelEdit drop(std::string t) { ModelEdit e; e.drop_tensor = std::move(t); return e; }
@@ -32,6 +34,12 @@ struct ModelEdit {
     return e;
   }
   static ModelEdit retype(std::string t) { ModelEdit e; e.retype_tensor = std::move(t); return e; }
+  static ModelEdit set_u32(std::string key, uint32_t v) {
+    ModelEdit e;
+    e.u32_key = std::move(key);
+    e.u32_value = v;
+    return e;
+  }
 };
 
 inline std::filesystem::path temp_dir() {
@@ -56,8 +64,12 @@ inline std::string temp_path(const std::string& name) {
 inline std::string write_edited(const std::string& source, const std::string& name, const ModelEdit& edit) {
   auto in = GgufFile::open(source);
   GgufWriter w;
-  w.copy_metadata(*in, edit.arch.empty() ? std::vector<std::string>{} : std::vector<std::string>{"general.architecture"});
+  std::vector<std::string> skip;
+  if (!edit.arch.empty()) skip.push_back("general.architecture");
+  if (!edit.u32_key.empty()) skip.push_back(edit.u32_key);
+  w.copy_metadata(*in, skip);
   if (!edit.arch.empty()) w.set_string("general.architecture", edit.arch);
+  if (!edit.u32_key.empty()) w.set_u32(edit.u32_key, edit.u32_value);
   for (const GgufTensor& t : in->tensors()) {
     if (t.name == edit.drop_tensor) continue;
     std::vector<int64_t> dims = t.name == edit.reshape_tensor ? edit.new_dims : t.dims;

@@ -66,6 +66,12 @@ TEST(ModelLoad, RefusesBrokenFilesNamingWhatIsWrong) {
             std::string::npos);
   EXPECT_NE(load_error(testing::write_unknown_type(src, "unknown.gguf", "blk.1.ffn_up.weight")).find("unknown type"),
             std::string::npos);
+  EXPECT_NE(load_error(write_edited(src, "layers.gguf", testing::ModelEdit::set_u32("llama.block_count", 0xffffffffu)))
+                .find("missing tensor 'blk.5.attn_norm.weight'"),
+            std::string::npos);
+  EXPECT_NE(load_error(write_edited(src, "heads.gguf", testing::ModelEdit::set_u32("llama.attention.head_count_kv", 3)))
+                .find("not a multiple of the KV head count 3"),
+            std::string::npos);
   EXPECT_FALSE(load_error(testing::write_truncated(src, "truncated.gguf")).empty());
   EXPECT_FALSE(load_error("/nonexistent/model.gguf").empty());
 }

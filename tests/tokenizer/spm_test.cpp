@@ -144,3 +144,25 @@ TEST(Phi3, ChatTokens) {
 
 }  // namespace
 }  // namespace tps
+
+namespace tps {
+namespace {
+
+// Merging word by word is only exact when no token joins one word to the next; a
+// vocabulary with such a token ("a▁") must be merged across the space.
+TEST(SpmMerges, TokenSpanningASpaceIsFound) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens",
+                     {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "a\xE2\x96\x81", "\xE2\x96\x81" "a"});
+  w.set_f32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -1, -1, -2, -5});
+  const auto path = std::filesystem::temp_directory_path() / "tps_spm_span_test.gguf";
+  w.write(path.string());
+  auto file = GgufFile::open(path.string());
+  std::filesystem::remove(path);
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(tok->encode("a b", false, false), (std::vector<int32_t>{3, 6, 5}));
+}
+
+}  // namespace
+}  // namespace tps
