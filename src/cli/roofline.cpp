@@ -122,6 +122,23 @@ std::optional<LoadedModel> load_model(const RooflineArgs& a) {
   return std::nullopt;
 }
 
+// A tps bench file names its models; a tps load file does not, so the model, weight and
+// KV type and threads come from the flags.
+BenchResults read_measured(const std::string& path, const RooflineArgs& a, const std::optional<LoadedModel>& lm) {
+  nlohmann::json j = read_results_json(path);
+  if (!is_load_results(j)) return parse_bench_results(j, path);
+  if (!lm) fail("{} is a tps load result: give the served model with --preset, --config or --model", path);
+  BenchRow row;
+  row.model = lm->model;
+  row.model_label = lm->model.base.name;
+  row.weight_type = !a.weights.empty() ? a.weights[0] : !lm->weight_type.empty() ? lm->weight_type : "f16";
+  row.bits_per_weight = a.weights.empty() && lm->bits_per_weight > 0 ? lm->bits_per_weight
+                                                                      : find_weight_format(row.weight_type).bits_per_weight;
+  row.kv_type = a.kv_types.empty() ? "f16" : a.kv_types[0];
+  row.threads = a.threads;
+  return bench_results_from_load(j, path, row);
+}
+
 int run_roofline(const RooflineArgs& a) {
   if (a.hardware == "list") {
     std::fputs(render_hardware_list().c_str(), stdout);
@@ -130,12 +147,13 @@ int run_roofline(const RooflineArgs& a) {
   Efficiency eff = efficiency_from_args(a);
   std::optional<LoadedModel> lm = load_model(a);
   if (!a.calibrate.empty()) {
-    BenchResults res = load_bench_results(a.calibrate);
+    BenchResults res = read_measured(a.calibrate, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     Efficiency before = eff;
     eff = calibrate(res.rows, hs, before);
     if (!a.save_efficiency.empty()) write_file(a.save_efficiency, efficiency_to_json(eff).dump(2) + "\n");
-    if (!lm && a.measured.empty()) {
+    // With a model given only to describe a tps load file, stop after the calibration too.
+    if (a.measured.empty() && (!lm || is_load_results(read_results_json(a.calibrate)))) {
       if (a.json) {
         fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                           {"rows", measured_json(res, hs, eff)}}.dump(2));
@@ -147,7 +165,7 @@ int run_roofline(const RooflineArgs& a) {
     }
   }
   if (!a.measured.empty()) {
-    BenchResults res = load_bench_results(a.measured);
+    BenchResults res = read_measured(a.measured, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     if (a.json) fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                                   {"rows", measured_json(res, hs, eff)}}.dump(2));
