@@ -51,6 +51,9 @@ void print_profile(const HardwareProfile& p) {
     fmt::print("\n");
   }
   fmt::print("\ndram_read_gbps (largest buffer, {} threads): {:.1f}\n", p.threads, p.dram_read_gbps);
+  if (p.load_average > 0.5)
+    fmt::print("note: the load average was {:.1f} when the probe started: other processes shared the CPUs, "
+               "so these figures may read low\n", p.load_average);
 }
 
 const CommandRegistration kProbe{

@@ -19,7 +19,7 @@ namespace {
 struct RooflineArgs {
   std::string preset, config, model_file;
   std::string hardware, profile;
-  int threads = 0, gpus = 1, tp = 1;
+  int threads = 0, gpus = 0, tp = 1;  // gpus 0: as many as --tp
   std::vector<std::string> weights, kv_types;
   std::vector<int64_t> batches = {1, 8, 64};
   int64_t prompt = 1024, output = 256, context = 0, ubatch = 512;
@@ -122,6 +122,23 @@ std::optional<LoadedModel> load_model(const RooflineArgs& a) {
   return std::nullopt;
 }
 
+// A tps bench file names its models; a tps load file does not, so the model, weight and
+// KV type and threads come from the flags.
+BenchResults read_measured(const std::string& path, const RooflineArgs& a, const std::optional<LoadedModel>& lm) {
+  nlohmann::json j = read_results_json(path);
+  if (!is_load_results(j)) return parse_bench_results(j, path);
+  if (!lm) fail("{} is a tps load result: give the served model with --preset, --config or --model", path);
+  BenchRow row;
+  row.model = lm->model;
+  row.model_label = lm->model.base.name;
+  row.weight_type = !a.weights.empty() ? a.weights[0] : !lm->weight_type.empty() ? lm->weight_type : "f16";
+  row.bits_per_weight = a.weights.empty() && lm->bits_per_weight > 0 ? lm->bits_per_weight
+                                                                      : find_weight_format(row.weight_type).bits_per_weight;
+  row.kv_type = a.kv_types.empty() ? "f16" : a.kv_types[0];
+  row.threads = a.threads;
+  return bench_results_from_load(j, path, row);
+}
+
 int run_roofline(const RooflineArgs& a) {
   if (a.hardware == "list") {
     std::fputs(render_hardware_list().c_str(), stdout);
@@ -130,12 +147,13 @@ int run_roofline(const RooflineArgs& a) {
   Efficiency eff = efficiency_from_args(a);
   std::optional<LoadedModel> lm = load_model(a);
   if (!a.calibrate.empty()) {
-    BenchResults res = load_bench_results(a.calibrate);
+    BenchResults res = read_measured(a.calibrate, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     Efficiency before = eff;
     eff = calibrate(res.rows, hs, before);
     if (!a.save_efficiency.empty()) write_file(a.save_efficiency, efficiency_to_json(eff).dump(2) + "\n");
-    if (!lm && a.measured.empty()) {
+    // With a model given only to describe a tps load file, stop after the calibration too.
+    if (a.measured.empty() && (!lm || is_load_results(read_results_json(a.calibrate)))) {
       if (a.json) {
         fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                           {"rows", measured_json(res, hs, eff)}}.dump(2));
@@ -147,7 +165,7 @@ int run_roofline(const RooflineArgs& a) {
     }
   }
   if (!a.measured.empty()) {
-    BenchResults res = load_bench_results(a.measured);
+    BenchResults res = read_measured(a.measured, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     if (a.json) fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                                   {"rows", measured_json(res, hs, eff)}}.dump(2));
@@ -163,7 +181,7 @@ int run_roofline(const RooflineArgs& a) {
   std::vector<std::string> weights = a.weights;
   if (weights.empty()) weights = {lm->weight_type.empty() ? "f16" : lm->weight_type};
   std::vector<std::string> kvs = a.kv_types.empty() ? std::vector<std::string>{"f16"} : a.kv_types;
-  Deployment dep = make_deployment(weights[0], kvs[0], a.gpus, a.tp);
+  Deployment dep = make_deployment(weights[0], kvs[0], a.gpus > 0 ? a.gpus : a.tp, a.tp);
   if (lm->bits_per_weight > 0 && a.weights.empty()) dep.bits_per_weight = lm->bits_per_weight;
   if (a.ubatch < 1) fail("--ubatch must be at least 1");
   dep.ubatch = a.ubatch;
@@ -226,7 +244,7 @@ const CommandRegistration kRoofline{
       sub.add_option("--hardware", a->hardware, "device from the database, or 'list'");
       sub.add_option("--profile", a->profile, "hardware profile written by `tps probe -o`");
       sub.add_option("-t,--threads", a->threads, "threads, for a probe profile (default: all it measured)");
-      sub.add_option("--gpus", a->gpus, "devices in all (replicas = gpus / tp)");
+      sub.add_option("--gpus", a->gpus, "devices in all, replicas = gpus / tp (default: tp)");
       sub.add_option("--tp", a->tp, "tensor-parallel degree");
       sub.add_option("--weights", *weights, "weight types, comma separated; the first is reported in full");
       sub.add_option("--kv-type", *kvs, "KV cache types (f32, f16, bf16, q8_0, fp8, q4_0), comma separated");

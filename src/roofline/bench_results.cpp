@@ -1,5 +1,7 @@
 #include "roofline/bench_results.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 
 #include "core/error.h"
@@ -73,8 +75,7 @@ BenchRow parse_row(const nlohmann::json& r, const std::string& where) {
 BenchResults parse_bench_results(const nlohmann::json& j, const std::string& where) {
   if (!j.is_object()) fail("{}: expected a JSON object", where);
   std::string schema = get<std::string>(j, "schema", where);
-  if (schema != "tps.bench/1" && schema != "tps.load/1")
-    fail("{}: unknown schema '{}' (expected tps.bench/1 or tps.load/1)", where, schema);
+  if (schema != "tps.bench/1") fail("{}: unknown schema '{}' (expected tps.bench/1)", where, schema);
   BenchResults out;
   if (j.contains("profile") && !j["profile"].is_null()) out.profile = profile_from_json(j["profile"]);
   if (!j.contains("results") || !j["results"].is_array() || j["results"].empty())
@@ -84,16 +85,52 @@ BenchResults parse_bench_results(const nlohmann::json& j, const std::string& whe
   return out;
 }
 
-BenchResults load_bench_results(const std::string& path) {
+nlohmann::json read_results_json(const std::string& path) {
   std::ifstream f(path);
   if (!f) fail("cannot open results '{}'", path);
-  nlohmann::json j;
   try {
-    j = nlohmann::json::parse(f);
+    return nlohmann::json::parse(f);
   } catch (const nlohmann::json::parse_error& e) {
     fail("results '{}' are not valid JSON: {}", path, e.what());
   }
-  return parse_bench_results(j, path);
+}
+
+BenchResults load_bench_results(const std::string& path) {
+  return parse_bench_results(read_results_json(path), path);
+}
+
+bool is_load_results(const nlohmann::json& j) {
+  return j.is_object() && j.value("format", "") == "tps-load-results/1";
+}
+
+BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const BenchRow& model_row) {
+  if (!j.contains("points") || !j["points"].is_array()) fail("{}: no 'points' array", where);
+  BenchResults out;
+  for (size_t i = 0; i < j["points"].size(); ++i) {
+    std::string at = where + ": points[" + std::to_string(i) + "].summary";
+    const auto& p = j["points"][i];
+    if (!p.contains("summary") || !p["summary"].is_object()) fail("{}: missing", at);
+    const auto& s = p["summary"];
+    auto ok = get<int64_t>(s, "requests_ok", at);
+    if (ok < 1) continue;  // nothing completed: no throughput to explain
+    BenchRow row = model_row;
+    row.test = "load";
+    row.kind = "load";
+    row.tokens_per_s = get<double>(s, "output_tok_per_s", at);
+    row.prompt_tokens = std::max<int64_t>(1, get<int64_t>(s, "input_tokens", at) / ok);
+    row.gen_tokens = std::max<int64_t>(1, get<int64_t>(s, "output_tokens", at) / ok);
+    double concurrency = get<double>(s, "value", at);
+    if (get<std::string>(s, "mode", at) != "concurrency") {
+      double e2e = s.contains("e2e_s") && s["e2e_s"].contains("mean") && s["e2e_s"]["mean"].is_number()
+                       ? s["e2e_s"]["mean"].get<double>() : 0.0;
+      concurrency = get<double>(s, "request_per_s", at) * e2e;
+    }
+    row.batch = std::max<int64_t>(1, std::llround(concurrency));
+    if (!(row.tokens_per_s > 0)) continue;
+    out.rows.push_back(std::move(row));
+  }
+  if (out.rows.empty()) fail("{}: no sweep point completed a request", where);
+  return out;
 }
 
 }  // namespace tps

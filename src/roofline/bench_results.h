@@ -1,6 +1,6 @@
 #pragma once
 // Measured runs the roofline reads (--measured, --calibrate): the result JSON of
-// `tps bench` and `tps load`, schema "tps.bench/1" in docs/bench-format.md.
+// `tps bench` (schema "tps.bench/1", docs/bench-format.md) and of `tps load -o`.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,5 +41,12 @@ struct BenchResults {
 // Throws tps::Error naming the file, the row and the field.
 BenchResults parse_bench_results(const nlohmann::json& j, const std::string& where);
 BenchResults load_bench_results(const std::string& path);
+
+// `tps load -o` results (format "tps-load-results/1") name no model shape: each sweep
+// point becomes a "load" row copied from `model_row` (model, weight and KV type, threads),
+// with batch = concurrency (closed loop) or request rate x mean E2E (Little's law).
+bool is_load_results(const nlohmann::json& j);
+BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const BenchRow& model_row);
+nlohmann::json read_results_json(const std::string& path);
 
 }  // namespace tps

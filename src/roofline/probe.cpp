@@ -188,6 +188,8 @@ HardwareProfile run_probe(const ProbeOptions& options) {
   prof.created = utc_now();
   prof.quick = options.quick;
   prof.cpu = detect_cpu();
+  double loads[1] = {0};
+  if (getloadavg(loads, 1) == 1) prof.load_average = loads[0];
   int max_threads = options.threads > 0 ? options.threads : prof.cpu.logical_cpus;
   prof.threads = max_threads;
   std::vector<int64_t> sizes = options.sizes.empty()
@@ -241,6 +243,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"schema", "tps.profile/1"},
       {"created", p.created},
       {"quick", p.quick},
+      {"load_average_1m", p.load_average},
       {"cpu", {{"model", p.cpu.model},
                {"vendor", p.cpu.vendor},
                {"logical_cpus", p.cpu.logical_cpus},
@@ -277,6 +280,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   if (schema != "tps.profile/1") fail("profile: unknown schema '{}' (expected tps.profile/1)", schema);
   p.created = j.value("created", "");
   p.quick = j.value("quick", false);
+  p.load_average = j.value("load_average_1m", 0.0);
   const auto& cpu = j.contains("cpu") ? j["cpu"] : nlohmann::json::object();
   p.cpu.model = field<std::string>(cpu, "model", "cpu");
   p.cpu.vendor = cpu.value("vendor", "");

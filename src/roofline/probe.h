@@ -34,6 +34,7 @@ struct ComputePeak {
 struct HardwareProfile {
   std::string created;  // ISO 8601 UTC
   bool quick = false;
+  double load_average = 0;    // 1-minute load average when the probe started: others' work skews it
   CpuInfo cpu;
   int threads = 0;            // the largest thread count measured
   double dram_read_gbps = 0;  // largest buffer, all threads

@@ -75,6 +75,30 @@ TEST(Measurement, ReportsUtilizationAndBound) {
   EXPECT_GT(pp.mfu, pp.mbu);
 }
 
+TEST(Measurement, ReadsTpsLoadResultsWithTheServedModel) {
+  nlohmann::json j = read_results_json(TPS_SOURCE_DIR "/tests/roofline/data/load_results.json");
+  ASSERT_TRUE(is_load_results(j));
+  BenchRow model;
+  model.model = find_roofline_preset("tinyllama-1.1b");
+  model.model_label = "tinyllama-1.1b";
+  model.weight_type = "q4_0";
+  model.bits_per_weight = 4.5;
+  BenchResults r = bench_results_from_load(j, "load.json", model);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].kind, "load");
+  EXPECT_EQ(r.rows[0].batch, 1);
+  EXPECT_EQ(r.rows[0].prompt_tokens, 120);  // 1200 input tokens over 10 requests
+  EXPECT_EQ(r.rows[0].gen_tokens, 64);
+  EXPECT_EQ(r.rows[1].batch, 16);
+  EXPECT_EQ(r.rows[2].batch, 4);  // open loop: 0.5 requests/s x 8 s mean E2E
+  EXPECT_DOUBLE_EQ(r.rows[1].tokens_per_s, 38.7);
+  BenchResults bench = load_bench_results(kLlamaCpp);
+  HardwareSource hs{bench.profile, std::nullopt};
+  RowAnalysis a = analyze_row(r.rows[0], hs, Efficiency{});
+  EXPECT_GT(a.mbu, 0);
+  EXPECT_GT(a.predicted_tokens_per_s, 0);
+}
+
 TEST(Measurement, RejectsBadResults) {
   auto parse = [](const char* text) { return parse_bench_results(nlohmann::json::parse(text), "r.json"); };
   EXPECT_THROW(parse(R"({"schema": "tps.bench/1"})"), Error);

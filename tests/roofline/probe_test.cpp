@@ -38,7 +38,9 @@ TEST(Probe, TinyProbeFillsEveryField) {
     const ComputePeak* pk = p.peak(path);
     ASSERT_NE(pk, nullptr) << path;
     EXPECT_TRUE(pk->status == "measured" || pk->status == "absent" || pk->status == "unavailable") << path;
-    if (pk->status == "measured") EXPECT_GT(pk->ops_per_s(2), 0) << path;
+    if (pk->status == "measured") {
+      EXPECT_GT(pk->ops_per_s(2), 0) << path;
+    }
   }
 }
 
