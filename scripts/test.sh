@@ -7,4 +7,5 @@ scripts/build.sh
 if [[ ! -d ../shared/fixtures ]]; then
   echo "note: ../shared/fixtures is absent: tests that need the fixtures will skip"
 fi
+scripts/fuzz.sh 30
 ctest --test-dir build --output-on-failure -j "$(nproc)" --timeout 600

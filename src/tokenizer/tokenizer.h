@@ -35,6 +35,9 @@ class Tokenizer {
   virtual std::string token_to_piece(int32_t id, bool special = false) const = 0;
   // The raw vocabulary string of a token (for --pieces and debugging).
   virtual const std::string& token_text(int32_t id) const = 0;
+  // The piece of `id` as it reads after token `previous` (-1: none): SentencePiece drops
+  // the leading space of the piece after BOS (as llama2.c and SentencePiece decode).
+  virtual std::string piece_after(int32_t previous, int32_t id, bool special = false) const = 0;
   // Concatenated pieces, with the SentencePiece leading space removed after BOS.
   virtual std::string decode(const std::vector<int32_t>& ids, bool special = false) const = 0;
   // Looks up an exact vocabulary string; -1 when absent.

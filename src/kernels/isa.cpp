@@ -1,0 +1,113 @@
+// CPU feature detection and the process-wide choice of instruction set.
+#include <atomic>
+#include <cstdlib>
+#include <string>
+
+#include "core/error.h"
+#include "kernels/matmul.h"
+
+#if defined(__x86_64__)
+#include <cpuid.h>
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+#endif
+
+namespace tps {
+
+namespace {
+
+bool detect_amx() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
+  if ((d & (kAmxBf16 | kAmxTile | kAmxInt8)) != (kAmxBf16 | kAmxTile | kAmxInt8)) return false;
+#if defined(__linux__)
+  // Linux hands out the 8 KiB tile state only to processes that ask for it.
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+#else
+  return false;
+#endif
+}
+
+bool detect(Isa isa) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+                __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return avx2;
+    case Isa::kAvx512: return avx512;
+    case Isa::kAmx: return avx512 && detect_amx();
+  }
+#endif
+  return isa == Isa::kScalar;
+}
+
+struct Support {
+  bool flags[4];
+  Support() {
+    for (int i = 0; i < 4; ++i) flags[i] = detect(static_cast<Isa>(i));
+  }
+};
+
+const Support& support() {
+  static const Support s;
+  return s;
+}
+
+Isa best_supported(Isa cap) {
+  for (int i = static_cast<int>(cap); i > 0; --i)
+    if (support().flags[i]) return static_cast<Isa>(i);
+  return Isa::kScalar;
+}
+
+Isa initial_isa() {
+  Isa cap = Isa::kAmx;
+  if (const char* env = std::getenv("TPS_ISA"); env != nullptr && *env != '\0') {
+    std::string v = env;
+    if (v == "scalar") cap = Isa::kScalar;
+    else if (v == "avx2") cap = Isa::kAvx2;
+    else if (v == "avx512") cap = Isa::kAvx512;
+    else if (v == "amx") cap = Isa::kAmx;
+    else fail("TPS_ISA={} is not one of scalar, avx2, avx512, amx", v);
+  }
+  return best_supported(cap);
+}
+
+std::atomic<int>& active_slot() {
+  static std::atomic<int> slot{static_cast<int>(initial_isa())};
+  return slot;
+}
+
+}  // namespace
+
+const char* isa_name(Isa isa) {
+  switch (isa) {
+    case Isa::kScalar: return "scalar";
+    case Isa::kAvx2: return "avx2";
+    case Isa::kAvx512: return "avx512";
+    case Isa::kAmx: return "amx";
+  }
+  return "?";
+}
+
+bool cpu_supports(Isa isa) { return support().flags[static_cast<int>(isa)]; }
+
+Isa active_isa() { return static_cast<Isa>(active_slot().load(std::memory_order_relaxed)); }
+
+void set_active_isa(Isa isa) {
+  if (!cpu_supports(isa)) fail("this CPU does not support the {} instruction set", isa_name(isa));
+  active_slot().store(static_cast<int>(isa), std::memory_order_relaxed);
+}
+
+}  // namespace tps

@@ -1,0 +1,85 @@
+#pragma once
+// Byte layouts of the ggml block formats, exactly as GGUF files store them, plus the
+// 8-bit activation blocks the integer kernels use. Kernels read weights through these.
+#include <cstdint>
+
+namespace tps {
+
+constexpr int kQk = 32;    // elements per block of the 32-element formats
+constexpr int kQkK = 256;  // elements per K-quant super-block
+constexpr int kKScaleBytes = 12;
+
+// value = (q - 8) * d; element j is the low nibble of qs[j], element j+16 the high one.
+struct BlockQ4_0 {
+  uint16_t d;
+  uint8_t qs[kQk / 2];
+};
+// value = q * d + m
+struct BlockQ4_1 {
+  uint16_t d, m;
+  uint8_t qs[kQk / 2];
+};
+// 5-bit: nibbles as Q4_0 plus bit j of qh (little-endian u32) as bit 4 of element j.
+// value = (q - 16) * d
+struct BlockQ5_0 {
+  uint16_t d;
+  uint8_t qh[4];
+  uint8_t qs[kQk / 2];
+};
+// value = q * d + m
+struct BlockQ5_1 {
+  uint16_t d, m;
+  uint8_t qh[4];
+  uint8_t qs[kQk / 2];
+};
+struct BlockQ8_0 {
+  uint16_t d;
+  int8_t qs[kQk];
+};
+
+// 8 sub-blocks of 32 with 6-bit scale and min each, packed in `scales` (see
+// unpack_k_scales). value = d * sc * q - dmin * m. Nibbles: 64 elements per 32 bytes,
+// the low nibbles the first 32, the high nibbles the next 32.
+struct BlockQ4_K {
+  uint16_t d, dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qs[kQkK / 2];
+};
+// As Q4_K, with bit 4 of element 64*i + l in bit 2i of qh[l], of element 64*i + 32 + l
+// in bit 2i+1.
+struct BlockQ5_K {
+  uint16_t d, dmin;
+  uint8_t scales[kKScaleBytes];
+  uint8_t qh[kQkK / 8];
+  uint8_t qs[kQkK / 2];
+};
+// 16 sub-blocks of 16 with int8 scales. value = d * scale * (q - 32), q 6 bits: low 4
+// in ql, high 2 in qh (two halves of 128 elements, see dequantize_q6_k).
+struct BlockQ6_K {
+  uint8_t ql[kQkK / 2];
+  uint8_t qh[kQkK / 4];
+  int8_t scales[kQkK / 16];
+  uint16_t d;
+};
+
+static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockQ4_1) == 20);
+static_assert(sizeof(BlockQ5_0) == 22);
+static_assert(sizeof(BlockQ5_1) == 24);
+static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ4_K) == 144);
+static_assert(sizeof(BlockQ5_K) == 176);
+static_assert(sizeof(BlockQ6_K) == 210);
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K/Q5_K super-block.
+inline void unpack_k_scale(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
+  if (j < 4) {
+    *sc = q[j] & 63;
+    *m = q[j + 4] & 63;
+  } else {
+    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
+    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+}  // namespace tps

@@ -1,0 +1,231 @@
+// The 256-element K-quant super-block formats: Q4_K, Q5_K, Q6_K.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/codecs.h"
+#include "quant/quantize.h"
+
+namespace tps {
+
+namespace {
+
+int nearest(float v) { return static_cast<int>(std::lround(v)); }
+
+struct ScaleMin {
+  float scale;  // value = scale * q - min
+  float min;
+};
+
+// Fits x[0..n) with codes 0..nmax: start from the min/max range, then refine the scale
+// and offset by least squares on the chosen codes while the error drops. The offset is
+// kept <= 0 (a non-negative `min`), as the format stores it unsigned.
+ScaleMin fit_asymmetric(const float* x, int n, int nmax) {
+  float lo = std::min(0.0f, *std::min_element(x, x + n)), hi = *std::max_element(x, x + n);
+  if (hi <= lo) return {0.0f, -lo};
+  float scale = (hi - lo) / static_cast<float>(nmax), offset = lo;
+  auto error_of = [&](float s, float o) {
+    float e = 0.0f;
+    for (int i = 0; i < n; ++i) {
+      int q = std::clamp(nearest((x[i] - o) / s), 0, nmax);
+      float diff = s * static_cast<float>(q) + o - x[i];
+      e += diff * diff;
+    }
+    return e;
+  };
+  ScaleMin best{scale, -offset};
+  float best_error = error_of(scale, offset);
+  for (int iter = 0; iter < 4; ++iter) {
+    double sq = 0, sx = 0, sqq = 0, sqx = 0;
+    for (int i = 0; i < n; ++i) {
+      double q = std::clamp(nearest((x[i] - offset) / scale), 0, nmax);
+      sq += q, sx += x[i], sqq += q * q, sqx += q * x[i];
+    }
+    double det = n * sqq - sq * sq;
+    if (det <= 0) break;
+    double a = (n * sqx - sq * sx) / det, b = (sx - a * sq) / n;
+    if (b > 0) b = 0, a = sqq > 0 ? sqx / sqq : 0;
+    if (a <= 0) break;
+    float err = error_of(static_cast<float>(a), static_cast<float>(b));
+    if (err >= best_error) break;
+    best_error = err;
+    scale = static_cast<float>(a), offset = static_cast<float>(b);
+    best = {scale, -offset};
+  }
+  return best;
+}
+
+// Shared by Q4_K and Q5_K: fits the 8 sub-blocks, stores d, dmin and the packed 6-bit
+// scales/mins, and returns the codes (0..nmax) in L.
+void quantize_k_asymmetric(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out,
+                           uint8_t* packed, uint8_t* L) {
+  ScaleMin fits[8];
+  float max_scale = 0.0f, max_min = 0.0f;
+  for (int j = 0; j < 8; ++j) {
+    fits[j] = fit_asymmetric(x + 32 * j, 32, nmax);
+    max_scale = std::max(max_scale, fits[j].scale);
+    max_min = std::max(max_min, fits[j].min);
+  }
+  float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
+  float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  std::memset(packed, 0, kKScaleBytes);
+  for (int j = 0; j < 8; ++j) {
+    auto ls = static_cast<uint8_t>(std::min(63, nearest(inv_scale * fits[j].scale)));
+    auto lm = static_cast<uint8_t>(std::min(63, nearest(inv_min * fits[j].min)));
+    if (j < 4) {
+      packed[j] |= ls;
+      packed[j + 4] |= lm;
+    } else {
+      packed[j + 4] = static_cast<uint8_t>((ls & 0xF) | ((lm & 0xF) << 4));
+      packed[j - 4] |= static_cast<uint8_t>((ls >> 4) << 6);
+      packed[j] |= static_cast<uint8_t>((lm >> 4) << 6);
+    }
+  }
+  *d_out = f32_to_f16(max_scale / 63.0f);
+  *dmin_out = f32_to_f16(max_min / 63.0f);
+  float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
+  for (int j = 0; j < 8; ++j) {
+    uint8_t sc, m;
+    unpack_k_scale(packed, j, &sc, &m);
+    float s = d * sc, off = dmin * m;
+    for (int i = 0; i < 32; ++i) {
+      int q = s != 0.0f ? nearest((x[32 * j + i] + off) / s) : 0;
+      L[32 * j + i] = static_cast<uint8_t>(std::clamp(q, 0, nmax));
+    }
+  }
+}
+
+// Packs 256 codes 0..15 (low nibbles of L) as the K formats store them.
+void pack_k_nibbles(const uint8_t* L, uint8_t* qs) {
+  for (int j = 0; j < kQkK; j += 64, qs += 32)
+    for (int l = 0; l < 32; ++l) qs[l] = static_cast<uint8_t>((L[j + l] & 0xF) | ((L[j + l + 32] & 0xF) << 4));
+}
+
+}  // namespace
+
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_K*>(src);
+  for (int64_t i = 0; i < n / kQkK; ++i) {
+    float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    for (int j = 0; j < kQkK / 64; ++j, q += 32) {
+      uint8_t sc0, m0, sc1, m1;
+      unpack_k_scale(b[i].scales, 2 * j, &sc0, &m0);
+      unpack_k_scale(b[i].scales, 2 * j + 1, &sc1, &m1);
+      float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
+      for (int l = 0; l < 32; ++l) *dst++ = d0 * static_cast<float>(q[l] & 0xF) - o0;
+      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] >> 4) - o1;
+    }
+  }
+}
+
+void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_K*>(src);
+  for (int64_t i = 0; i < n / kQkK; ++i) {
+    float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    const uint8_t* q = b[i].qs;
+    for (int j = 0; j < kQkK / 64; ++j, q += 32) {
+      uint8_t sc0, m0, sc1, m1;
+      unpack_k_scale(b[i].scales, 2 * j, &sc0, &m0);
+      unpack_k_scale(b[i].scales, 2 * j + 1, &sc1, &m1);
+      float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
+      for (int l = 0; l < 32; ++l)
+        *dst++ = d0 * static_cast<float>((q[l] & 0xF) | (((b[i].qh[l] >> (2 * j)) & 1) << 4)) - o0;
+      for (int l = 0; l < 32; ++l)
+        *dst++ = d1 * static_cast<float>((q[l] >> 4) | (((b[i].qh[l] >> (2 * j + 1)) & 1) << 4)) - o1;
+    }
+  }
+}
+
+// Each half of 128 elements uses 64 bytes of ql and 32 of qh: element l (l < 32) of the
+// four 32-element quarters takes ql[l] low, ql[l+32] low, ql[l] high, ql[l+32] high
+// nibbles and bit pairs 0-1, 2-3, 4-5, 6-7 of qh[l]. Element p uses scales[p / 16].
+void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ6_K*>(src);
+  for (int64_t i = 0; i < n / kQkK; ++i) {
+    float d = f16_to_f32(b[i].d);
+    for (int half = 0; half < 2; ++half) {
+      const uint8_t* ql = b[i].ql + 64 * half;
+      const uint8_t* qh = b[i].qh + 32 * half;
+      const int8_t* sc = b[i].scales + 8 * half;
+      float* y = dst + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        int is = l / 16;
+        int q1 = ((ql[l] & 0xF) | (((qh[l] >> 0) & 3) << 4)) - 32;
+        int q2 = ((ql[l + 32] & 0xF) | (((qh[l] >> 2) & 3) << 4)) - 32;
+        int q3 = ((ql[l] >> 4) | (((qh[l] >> 4) & 3) << 4)) - 32;
+        int q4 = ((ql[l + 32] >> 4) | (((qh[l] >> 6) & 3) << 4)) - 32;
+        y[l] = d * sc[is + 0] * static_cast<float>(q1);
+        y[l + 32] = d * sc[is + 2] * static_cast<float>(q2);
+        y[l + 64] = d * sc[is + 4] * static_cast<float>(q3);
+        y[l + 96] = d * sc[is + 6] * static_cast<float>(q4);
+      }
+    }
+    dst += kQkK;
+  }
+}
+
+void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ4_K*>(dst);
+  uint8_t L[kQkK];
+  for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
+    quantize_k_asymmetric(src, 15, &b[i].d, &b[i].dmin, b[i].scales, L);
+    pack_k_nibbles(L, b[i].qs);
+  }
+}
+
+void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_K*>(dst);
+  uint8_t L[kQkK];
+  for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
+    quantize_k_asymmetric(src, 31, &b[i].d, &b[i].dmin, b[i].scales, L);
+    pack_k_nibbles(L, b[i].qs);
+    std::memset(b[i].qh, 0, sizeof(b[i].qh));
+    for (int j = 0; j < 4; ++j)
+      for (int l = 0; l < 32; ++l) {
+        b[i].qh[l] |= static_cast<uint8_t>((L[64 * j + l] >> 4) << (2 * j));
+        b[i].qh[l] |= static_cast<uint8_t>((L[64 * j + 32 + l] >> 4) << (2 * j + 1));
+      }
+  }
+}
+
+void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ6_K*>(dst);
+  for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
+    // Symmetric per 16: the largest-magnitude element maps to code -32.
+    float scales[16], max_scale = 0.0f;
+    for (int ib = 0; ib < 16; ++ib) {
+      float amax = 0.0f, max = 0.0f;
+      for (int k = 0; k < 16; ++k)
+        if (std::fabs(src[16 * ib + k]) > amax) amax = std::fabs(src[16 * ib + k]), max = src[16 * ib + k];
+      scales[ib] = max / -32.0f;
+      if (std::fabs(scales[ib]) > std::fabs(max_scale)) max_scale = scales[ib];
+    }
+    float iscale = max_scale != 0.0f ? -128.0f / max_scale : 0.0f;
+    b[i].d = f32_to_f16(max_scale != 0.0f ? 1.0f / iscale : 0.0f);
+    float d = f16_to_f32(b[i].d);
+    uint8_t L[kQkK];
+    for (int ib = 0; ib < 16; ++ib) {
+      b[i].scales[ib] = static_cast<int8_t>(std::clamp(nearest(iscale * scales[ib]), -128, 127));
+      float s = d * b[i].scales[ib];
+      for (int k = 0; k < 16; ++k) {
+        int q = s != 0.0f ? nearest(src[16 * ib + k] / s) : 0;
+        L[16 * ib + k] = static_cast<uint8_t>(std::clamp(q, -32, 31) + 32);
+      }
+    }
+    for (int half = 0; half < 2; ++half) {
+      uint8_t* ql = b[i].ql + 64 * half;
+      uint8_t* qh = b[i].qh + 32 * half;
+      const uint8_t* q = L + 128 * half;
+      for (int l = 0; l < 32; ++l) {
+        ql[l] = static_cast<uint8_t>((q[l] & 0xF) | ((q[l + 64] & 0xF) << 4));
+        ql[l + 32] = static_cast<uint8_t>((q[l + 32] & 0xF) | ((q[l + 96] & 0xF) << 4));
+        qh[l] = static_cast<uint8_t>((q[l] >> 4) | ((q[l + 32] >> 4) << 2) | ((q[l + 64] >> 4) << 4) |
+                                     ((q[l + 96] >> 4) << 6));
+      }
+    }
+  }
+}
+
+}  // namespace tps

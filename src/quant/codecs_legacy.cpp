@@ -1,0 +1,170 @@
+// The 32-element block formats: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "quant/blocks.h"
+#include "quant/codecs.h"
+#include "quant/quantize.h"
+
+namespace tps {
+
+namespace {
+
+// The element of largest magnitude, with its sign: symmetric formats map it to the
+// most negative code so the full code range is used.
+float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
+
+int clamp_code(float v, int hi) { return std::clamp(static_cast<int>(v), 0, hi); }
+
+uint32_t load_qh(const uint8_t* qh) {
+  uint32_t v;
+  std::memcpy(&v, qh, 4);
+  return v;
+}
+
+}  // namespace
+
+void dequantize_row_q4_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_0*>(src);
+  for (int64_t i = 0; i < n / kQk; ++i, dst += kQk) {
+    float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQk / 2; ++j) {
+      dst[j] = static_cast<float>((b[i].qs[j] & 0xF) - 8) * d;
+      dst[j + kQk / 2] = static_cast<float>((b[i].qs[j] >> 4) - 8) * d;
+    }
+  }
+}
+
+void dequantize_row_q4_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ4_1*>(src);
+  for (int64_t i = 0; i < n / kQk; ++i, dst += kQk) {
+    float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    for (int j = 0; j < kQk / 2; ++j) {
+      dst[j] = static_cast<float>(b[i].qs[j] & 0xF) * d + m;
+      dst[j + kQk / 2] = static_cast<float>(b[i].qs[j] >> 4) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q5_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_0*>(src);
+  for (int64_t i = 0; i < n / kQk; ++i, dst += kQk) {
+    float d = f16_to_f32(b[i].d);
+    uint32_t qh = load_qh(b[i].qh);
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = (b[i].qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+      int hi = (b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      dst[j] = static_cast<float>(lo - 16) * d;
+      dst[j + kQk / 2] = static_cast<float>(hi - 16) * d;
+    }
+  }
+}
+
+void dequantize_row_q5_1(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ5_1*>(src);
+  for (int64_t i = 0; i < n / kQk; ++i, dst += kQk) {
+    float d = f16_to_f32(b[i].d), m = f16_to_f32(b[i].m);
+    uint32_t qh = load_qh(b[i].qh);
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = (b[i].qs[j] & 0xF) | (((qh >> j) & 1) << 4);
+      int hi = (b[i].qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+      dst[j] = static_cast<float>(lo) * d + m;
+      dst[j + kQk / 2] = static_cast<float>(hi) * d + m;
+    }
+  }
+}
+
+void dequantize_row_q8_0(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ8_0*>(src);
+  for (int64_t i = 0; i < n / kQk; ++i, dst += kQk) {
+    float d = f16_to_f32(b[i].d);
+    for (int j = 0; j < kQk; ++j) dst[j] = static_cast<float>(b[i].qs[j]) * d;
+  }
+}
+
+void quantize_row_q4_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ4_0*>(dst);
+  for (int64_t i = 0; i < n / kQk; ++i, src += kQk) {
+    float d = signed_absmax(src, kQk) / -8.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = clamp_code(src[j] * id + 8.5f, 15), hi = clamp_code(src[j + kQk / 2] * id + 8.5f, 15);
+      b[i].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void quantize_row_q4_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ4_1*>(dst);
+  for (int64_t i = 0; i < n / kQk; ++i, src += kQk) {
+    auto [mn, mx] = std::minmax_element(src, src + kQk);
+    float d = (*mx - *mn) / 15.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(*mn);
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = clamp_code((src[j] - *mn) * id + 0.5f, 15);
+      int hi = clamp_code((src[j + kQk / 2] - *mn) * id + 0.5f, 15);
+      b[i].qs[j] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+}
+
+void quantize_row_q5_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_0*>(dst);
+  for (int64_t i = 0; i < n / kQk; ++i, src += kQk) {
+    float d = signed_absmax(src, kQk) / -16.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = clamp_code(src[j] * id + 16.5f, 31), hi = clamp_code(src[j + kQk / 2] * id + 16.5f, 31);
+      b[i].qs[j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << j;
+      qh |= static_cast<uint32_t>(hi >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, 4);
+  }
+}
+
+void quantize_row_q5_1(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ5_1*>(dst);
+  for (int64_t i = 0; i < n / kQk; ++i, src += kQk) {
+    auto [mn, mx] = std::minmax_element(src, src + kQk);
+    float d = (*mx - *mn) / 31.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    b[i].m = f32_to_f16(*mn);
+    uint32_t qh = 0;
+    for (int j = 0; j < kQk / 2; ++j) {
+      int lo = clamp_code((src[j] - *mn) * id + 0.5f, 31);
+      int hi = clamp_code((src[j + kQk / 2] - *mn) * id + 0.5f, 31);
+      b[i].qs[j] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      qh |= static_cast<uint32_t>(lo >> 4) << j;
+      qh |= static_cast<uint32_t>(hi >> 4) << (j + 16);
+    }
+    std::memcpy(b[i].qh, &qh, 4);
+  }
+}
+
+void quantize_row_q8_0(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ8_0*>(dst);
+  for (int64_t i = 0; i < n / kQk; ++i, src += kQk) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQk; ++j) amax = std::max(amax, std::fabs(src[j]));
+    float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+    b[i].d = f32_to_f16(d);
+    for (int j = 0; j < kQk; ++j) b[i].qs[j] = static_cast<int8_t>(std::lround(src[j] * id));
+  }
+}
+
+}  // namespace tps

@@ -1,0 +1,115 @@
+// Every matmul path against the double-precision reference, on every ISA this CPU runs.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "core/error.h"
+#include "kernels/matmul.h"
+#include "quant/quantize.h"
+
+namespace tps {
+namespace {
+
+constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                               GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                               GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
+
+std::vector<float> gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = dist(rng);
+  return v;
+}
+
+// Restores the ISA choice after each test.
+class IsaGuard {
+ public:
+  IsaGuard() : saved_(active_isa()) {}
+  ~IsaGuard() { set_active_isa(saved_); }
+
+ private:
+  Isa saved_;
+};
+
+// Paths that quantize activations to 8 bits (or round them to bf16) differ from the
+// float reference by that rounding; float paths only by summation order.
+double tolerance(Isa isa, GgmlType t) {
+  if (isa == Isa::kScalar || t == GgmlType::kF32 || t == GgmlType::kF16) return 1e-5;
+  if (t == GgmlType::kBF16) return 5e-3;
+  return 0.02;
+}
+
+struct Shape {
+  int64_t rows, cols, tokens;
+};
+
+void check_matmul(Isa isa, GgmlType type, Shape s, ThreadPool& pool) {
+  set_active_isa(isa);
+  auto wf = gaussian(static_cast<size_t>(s.rows * s.cols), 11);
+  size_t rb = row_bytes(type, s.cols);
+  std::vector<uint8_t> wq(rb * static_cast<size_t>(s.rows));
+  for (int64_t r = 0; r < s.rows; ++r) quantize_row(type, wf.data() + r * s.cols, wq.data() + r * rb, s.cols);
+  WeightMatrix w{type, s.rows, s.cols, wq.data(), rb};
+  auto x = gaussian(static_cast<size_t>(s.tokens * s.cols), 12);
+  std::vector<float> want(static_cast<size_t>(s.tokens * s.rows)), got(want.size(), NAN);
+  matmul_reference(w, x.data(), s.tokens, want.data());
+  matmul(w, x.data(), s.tokens, got.data(), pool);
+  double num = 0, den = 0, max_err = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(std::isfinite(got[i])) << i;
+    double e = got[i] - want[i];
+    num += e * e, den += want[i] * want[i], max_err = std::max(max_err, std::fabs(e));
+  }
+  double rms = std::sqrt(den / static_cast<double>(want.size()));
+  double tol = tolerance(isa, type);
+  EXPECT_LT(std::sqrt(num / den), tol) << isa_name(isa) << " " << type_name(type);
+  EXPECT_LT(max_err, 6 * tol * rms) << isa_name(isa) << " " << type_name(type);
+}
+
+class MatmulPaths : public testing::TestWithParam<std::tuple<Isa, GgmlType>> {};
+
+TEST_P(MatmulPaths, MatchesReference) {
+  auto [isa, type] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  IsaGuard guard;
+  ThreadPool two(2), three(3);
+  // Rows not a multiple of the thread count or of any tile; 1, few and many tokens.
+  for (Shape s : {Shape{37, 512, 1}, Shape{64, 256, 3}, Shape{19, 768, 17}, Shape{8, 256, 1}, Shape{130, 512, 8}}) {
+    check_matmul(isa, type, s, two);
+    check_matmul(isa, type, s, three);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulPaths,
+                         testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx),
+                                          testing::ValuesIn(kTypes)),
+                         [](const auto& info) {
+                           return std::string(isa_name(std::get<0>(info.param))) + "_" +
+                                  type_name(std::get<1>(info.param));
+                         });
+
+TEST(Matmul, RejectsUnsupportedTypes) {
+  std::vector<uint8_t> data(84);
+  float x[256] = {}, y[1];
+  ThreadPool pool(1);
+  WeightMatrix w{GgmlType::kQ2_K, 1, 256, data.data(), 84};
+  EXPECT_THROW(matmul(w, x, 1, y, pool), Error);
+  WeightMatrix odd{GgmlType::kQ4_0, 1, 40, data.data(), 0};
+  EXPECT_THROW(matmul(odd, x, 1, y, pool), Error);
+}
+
+TEST(Isa, ScalarAlwaysSupportedAndNamesAreStable) {
+  EXPECT_TRUE(cpu_supports(Isa::kScalar));
+  EXPECT_STREQ(isa_name(Isa::kAvx512), "avx512");
+  EXPECT_TRUE(cpu_supports(active_isa()));
+  if (!cpu_supports(Isa::kAmx)) {
+    EXPECT_THROW(set_active_isa(Isa::kAmx), Error);
+  }
+}
+
+}  // namespace
+}  // namespace tps
