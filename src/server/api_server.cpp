@@ -126,6 +126,9 @@ int ApiServer::bind() {
   int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
                                 : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
   if (port < 0) fail("cannot listen on {}:{}", options_.host, options_.port);
+  // httplib listens with a backlog of 5: a burst of clients connecting at once would
+  // overflow it and some would fail. Listening again only enlarges the queue.
+  ::listen(listen_socket_, SOMAXCONN);
   return port;
 }
 
@@ -159,6 +162,13 @@ void ApiServer::setup_routes() {
   httplib::Server& s = *http_;
   s.new_task_queue = [n = options_.http_threads] { return new httplib::ThreadPool(n); };
   s.set_payload_max_length(options_.max_body_bytes);
+  // httplib's default adds SO_REUSEPORT, which lets a second server (or a port-0 bind)
+  // share a port already in use and silently split its connections.
+  s.set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    listen_socket_ = sock;
+  });
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (options_.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
     std::string auth = req.get_header_value("Authorization");

@@ -51,6 +51,7 @@ class ApiServer {
   ChatFamily chat_;
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
+  socket_t listen_socket_ = INVALID_SOCKET;
 };
 
 }  // namespace tps
