@@ -1,25 +1,33 @@
 #include "kernels/matmul.h"
 
+#include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "core/error.h"
 #include "kernels/matmul_kernels.h"
+#include "kernels/packed_weights.h"
 #include "quant/quantize.h"
 
 namespace tps {
 
 namespace {
 
-MatmulKernel select_kernel(Isa isa, GgmlType type) {
-  (void)isa;
-  (void)type;
-  return matmul_scalar;
+// The kernels of the best ISA at or below `isa` that this build has.
+const IsaKernels* kernels_for(Isa isa) {
+  if (isa >= Isa::kAvx512)
+    if (const IsaKernels* k = isa_kernels_avx512()) return k;
+  if (isa >= Isa::kAvx2)
+    if (const IsaKernels* k = isa_kernels_avx2()) return k;
+  return nullptr;
 }
 
 void check_shape(const WeightMatrix& w) {
   if (!is_supported_weight_type(w.type)) fail("matmul: unsupported weight type {}", type_name(w.type));
   if (w.cols % type_info(w.type).block_size != 0)
     fail("matmul: {} columns is not a multiple of the {} block size", w.cols, type_name(w.type));
+  if (w.packed != nullptr && (w.packed->type() != w.type || w.packed->rows() != w.rows || w.packed->cols() != w.cols))
+    fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
 // row_bytes 0 means rows are packed back to back.
@@ -29,21 +37,105 @@ WeightMatrix with_row_bytes(const WeightMatrix& w) {
   return m;
 }
 
+// Per-thread scratch that only grows: no allocation once warm.
+template <typename T>
+T* scratch(std::vector<T>& v, size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
+                   ThreadPool& pool) {
+  const PanelLayout& layout = *panel_layout(w.type);
+  thread_local std::vector<uint8_t> act_buffer;
+  const int64_t cols = w.cols, nb32 = cols / 32, nb16 = cols / 16;
+  size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
+  size_t f_count = static_cast<size_t>(n_tokens * (nb32 * 2 + nb16));
+  uint8_t* base = scratch(act_buffer, q_bytes + f_count * sizeof(float));
+  Q8Activations a;
+  a.n_tokens = n_tokens;
+  a.cols = cols;
+  a.q = reinterpret_cast<int8_t*>(base);
+  a.d = reinterpret_cast<float*>(base + q_bytes);
+  a.sum32 = a.d + n_tokens * nb32;
+  a.sum16 = a.sum32 + n_tokens * nb32;
+  auto quantize_tokens = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t)
+      k.quantize_activations(x + t * cols, cols, a.q + t * cols, a.d + t * nb32, a.sum16 + t * nb16,
+                             a.sum32 + t * nb32);
+  };
+  if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
+  else quantize_tokens(0, n_tokens, 0);
+
+  // Each thread takes a range of 16-row panels. Tokens go in chunks so one chunk's
+  // activations stay in L2 while the thread's panels stream past them (a panel is
+  // reused by every token of the chunk from L1). Unpacked weights are packed panel by
+  // panel here, once per call, so then all tokens form one chunk.
+  const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
+  const size_t group_bytes = layout.group_bytes(cols);
+  const int64_t chunk = w.packed != nullptr ? 64 : n_tokens;
+  pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+    thread_local std::vector<uint8_t> panel_buffer;
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+      int64_t t1 = std::min(n_tokens, t0 + chunk);
+      for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* panel;
+        if (w.packed != nullptr) {
+          panel = w.packed->group(g);
+        } else {
+          uint8_t* buf = scratch(panel_buffer, group_bytes);
+          pack_panel(w, g, buf);
+          panel = buf;
+        }
+        k.panel(panel, layout, a, t0, t1, y, w.rows, g * kPanelRows);
+      }
+    }
+  });
+}
+
 }  // namespace
 
-void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  check_shape(w);
-  if (w.rows == 0 || n_tokens <= 0) return;
-  select_kernel(active_isa(), w.type)(with_row_bytes(w), x, n_tokens, y, pool);
+void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  check_shape(weights);
+  if (weights.rows == 0 || n_tokens <= 0) return;
+  WeightMatrix w = with_row_bytes(weights);
+  const IsaKernels* k = kernels_for(active_isa());
+  if (k == nullptr) {
+    matmul_scalar(w, x, n_tokens, y, pool);
+  } else if (panel_layout(w.type) != nullptr) {
+    matmul_panels(*k, w, x, n_tokens, y, pool);
+  } else {
+    // Small grains keep both threads busy on short matrices; 4 rows is the kernel tile.
+    pool.parallel_for(w.rows, 4, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
+  }
+}
+
+void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    const float* xb = x + b * 32;
+    float amax = 0.0f;
+    for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(xb[j]));
+    float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    int sums[2] = {0, 0};
+    for (int j = 0; j < 32; ++j) {
+      int v = static_cast<int>(std::nearbyint(xb[j] * id));
+      q[b * 32 + j] = static_cast<int8_t>(v);
+      sums[j / 16] += v;
+    }
+    d[b] = db;
+    sum16[2 * b] = db * static_cast<float>(sums[0]);
+    sum16[2 * b + 1] = db * static_cast<float>(sums[1]);
+    sum32[b] = db * static_cast<float>(sums[0] + sums[1]);
+  }
 }
 
 // Dequantizes each row once into a per-thread buffer, then dots it with every token.
 void matmul_scalar(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
   pool.parallel_for(w.rows, 1, [&](int64_t r0, int64_t r1, int) {
-    thread_local std::vector<float> row;
-    row.resize(static_cast<size_t>(w.cols));
+    thread_local std::vector<float> row_buffer;
+    float* row = scratch(row_buffer, static_cast<size_t>(w.cols));
     for (int64_t r = r0; r < r1; ++r) {
-      dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
+      dequantize_row(w.type, w.data + r * w.row_bytes, row, w.cols);
       for (int64_t t = 0; t < n_tokens; ++t) {
         const float* xt = x + t * w.cols;
         float acc[8] = {};

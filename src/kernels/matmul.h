@@ -18,15 +18,19 @@ bool cpu_supports(Isa isa);
 // Forces a path (tests and comparisons); must be supported by the CPU.
 void set_active_isa(Isa isa);
 
+class PackedWeights;
+
 // A weight matrix as stored in GGUF: `rows` output features, each a contiguous row of
 // `cols` input features in `type` blocks. Optional `packed` data is a load-time
-// repacked copy a kernel may prefer (owned elsewhere).
+// repacked copy a kernel may prefer (owned elsewhere, see kernels/packed_weights.h);
+// `data` must stay valid too (the scalar path reads it).
 struct WeightMatrix {
   GgmlType type = GgmlType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const uint8_t* data = nullptr;
-  size_t row_bytes = 0;
+  size_t row_bytes = 0;  // 0: rows are back to back
+  const PackedWeights* packed = nullptr;
 };
 
 // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c], for t < n_tokens.

@@ -1,13 +1,41 @@
 #pragma once
-// The per-ISA matmul implementations behind matmul(). Each ISA file offers kernels for
-// the weight types it accelerates and returns nullptr for the others, which fall back
-// to the next ISA down and finally to the scalar kernel.
+// The per-ISA pieces behind matmul(). The driver (matmul.cpp) quantizes activations,
+// splits rows over threads and feeds 16-row weight panels or float rows to the
+// kernels of the chosen ISA; the scalar path is the plain dequantize-and-dot loop.
+#include <cstdint>
+
 #include "kernels/matmul.h"
+#include "kernels/packed_weights.h"
 
 namespace tps {
 
-using MatmulKernel = void (*)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                              ThreadPool& pool);
+// Activations quantized to int8 per block of 32 (the integer kernels' other operand):
+// token t's codes at q + t * cols, scales d[t * cols / 32 + b]; sum16/sum32 hold
+// d * (sum of the codes) per 16 / 32 elements, for the weight bias terms.
+struct Q8Activations {
+  int64_t n_tokens = 0, cols = 0;
+  int8_t* q = nullptr;
+  float* d = nullptr;
+  float* sum16 = nullptr;
+  float* sum32 = nullptr;
+};
+
+struct IsaKernels {
+  // Quantizes one token's cols (a multiple of 32) activations.
+  void (*quantize_activations)(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32);
+  // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
+  void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
+                float* y, int64_t rows, int64_t r0);
+  // Float weights (F32, F16, BF16): output rows [r0, r1) for every token.
+  void (*float_rows)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
+};
+
+// nullptr when this build has no kernels for the ISA.
+const IsaKernels* isa_kernels_avx2();
+const IsaKernels* isa_kernels_avx512();
+
+// The scalar reference of quantize_activations (SIMD versions must match it exactly).
+void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32);
 
 void matmul_scalar(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 

@@ -1,7 +1,7 @@
 #pragma once
-// Turns logits into the next token: penalties, then temperature, top-k, top-p, min-p,
-// and a draw from a seeded generator (greedy when temperature <= 0). Reproducible for
-// a given seed.
+// Turns logits into the next token as llama.cpp's default chain does: penalties, then
+// top-k, top-p, min-p, temperature, and a draw from a seeded generator (greedy when
+// temperature <= 0). Reproducible for a given seed on any platform.
 #include <cstdint>
 #include <random>
 #include <span>
@@ -29,9 +29,13 @@ class Sampler {
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
 
  private:
+  double uniform();  // in [0, 1)
+
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
+  std::vector<double> probs_;
+  std::vector<int32_t> window_;  // the penalties' look-back, sorted
 };
 
 }  // namespace tps

@@ -32,16 +32,17 @@ const ByteAlphabet& alphabet() {
 struct Symbol {
   int32_t prev;
   int32_t next;
-  size_t start;
-  size_t n;  // 0 once merged into the symbol on its left
+  int32_t n;   // bytes; 0 once merged into the symbol on its left
+  int32_t id;  // its token, -1 for a byte missing from the vocabulary
 };
 
 struct Bigram {
   int32_t rank;
   int32_t left;
   int32_t right;
-  size_t left_n;
-  size_t right_n;
+  int32_t left_n;
+  int32_t right_n;
+  int32_t merged;  // the token the pair becomes
   // std::priority_queue pops the largest: make that the lowest rank, then the leftmost.
   bool operator<(const Bigram& o) const { return rank > o.rank || (rank == o.rank && left > o.left); }
 };
@@ -56,12 +57,22 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges)
     : VocabTokenizer(std::move(vocab)),
       pre_(pre_tokenizer_spec(vocab_.pre).patterns),
       ignore_merges_(pre_tokenizer_spec(vocab_.pre).ignore_merges) {
-  ranks_.reserve(merges.size());
+  for (int b = 0; b < 256; ++b) byte_ids_[b] = vocab_.find(bpe_byte_to_text(static_cast<uint8_t>(b)));
+  // Merges work on token ids: a merge whose sides or result are not tokens could never
+  // produce a token, so it is dropped (Hugging Face refuses such vocabularies outright).
+  merges_.reserve(merges.size());
   for (size_t i = 0; i < merges.size(); ++i) {
     // "left right"; the search starts at 1 so a left side that is a space still parses.
-    const size_t space = merges[i].find(' ', 1);
-    if (space == std::string::npos) fail("tokenizer.ggml.merges[{}] = '{}' is not 'left right'", i, merges[i]);
-    ranks_.emplace(merges[i], static_cast<int32_t>(i));
+    const std::string& merge = merges[i];
+    const size_t space = merge.find(' ', 1);
+    if (space == std::string::npos) fail("tokenizer.ggml.merges[{}] = '{}' is not 'left right'", i, merge);
+    const std::string_view left = std::string_view(merge).substr(0, space);
+    const std::string_view right = std::string_view(merge).substr(space + 1);
+    const int32_t left_id = vocab_.find(left);
+    const int32_t right_id = vocab_.find(right);
+    const int32_t merged = vocab_.find(std::string(left) + std::string(right));
+    if (left_id < 0 || right_id < 0 || merged < 0) continue;
+    merges_.emplace(pair_key(left_id, right_id), Merge{static_cast<int32_t>(i), merged});  // first rank wins
   }
   for (int32_t id = 0; id < vocab_.size(); ++id) {
     const std::string& text = vocab_.texts[id];
@@ -85,59 +96,58 @@ BpeTokenizer::BpeTokenizer(Vocab vocab, const std::vector<std::string>& merges)
   }
 }
 
-int32_t BpeTokenizer::rank(std::string_view left, std::string_view right, std::string& key) const {
-  key.assign(left);
-  key += ' ';
-  key += right;
-  auto it = ranks_.find(key);
-  return it == ranks_.end() ? -1 : it->second;
-}
+struct BpeTokenizer::Scratch {
+  std::string word;
+  std::vector<Symbol> symbols;
+  std::vector<Bigram> heap;
+};
 
 void BpeTokenizer::encode_text(std::string_view raw, bool at_start, std::vector<int32_t>& out) const {
   // The regexes need valid UTF-8; invalid bytes become U+FFFD, as in llama.cpp.
   const std::string text = utf8::sanitize(raw);
-  std::string word;
-  std::string key;
-  for (std::string_view piece : pre_.split(text)) {
-    word.clear();
-    for (char c : piece) word += bpe_byte_to_text(static_cast<uint8_t>(c));
-    encode_word(word, key, out);
-  }
+  Scratch scratch;
+  for (std::string_view piece : pre_.split(text)) encode_word(piece, scratch, out);
 }
 
-void BpeTokenizer::encode_word(std::string_view word, std::string& key, std::vector<int32_t>& out) const {
+void BpeTokenizer::encode_word(std::string_view piece, Scratch& scratch, std::vector<int32_t>& out) const {
   if (ignore_merges_) {
+    std::string& word = scratch.word;
+    word.clear();
+    for (char c : piece) word += bpe_byte_to_text(static_cast<uint8_t>(c));
     const int32_t id = vocab_.find(word);
     if (id >= 0) {
       out.push_back(id);
       return;
     }
   }
-  std::vector<Symbol> symbols;
-  for (size_t pos = 0; pos < word.size();) {
-    const size_t n = std::min<size_t>(utf8::sequence_length(static_cast<uint8_t>(word[pos])), word.size() - pos);
-    const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back({index - 1, pos + n < word.size() ? index + 1 : -1, pos, n});
-    pos += n;
-  }
-  const auto text_of = [&](const Symbol& s) { return word.substr(s.start, s.n); };
+  // One symbol per byte to start with; merging keeps the token id of each symbol.
+  std::vector<Symbol>& symbols = scratch.symbols;
+  symbols.clear();
+  const auto count = static_cast<int32_t>(piece.size());
+  for (int32_t i = 0; i < count; ++i)
+    symbols.push_back({i - 1, i + 1 < count ? i + 1 : -1, 1, byte_ids_[static_cast<uint8_t>(piece[i])]});
 
-  std::priority_queue<Bigram> queue;
+  std::vector<Bigram>& heap = scratch.heap;
+  heap.clear();
   const auto try_add = [&](int32_t left, int32_t right) {
-    if (left < 0 || right < 0) return;
-    const int32_t r = rank(text_of(symbols[left]), text_of(symbols[right]), key);
-    if (r >= 0) queue.push({r, left, right, symbols[left].n, symbols[right].n});
+    if (left < 0 || right < 0 || symbols[left].id < 0 || symbols[right].id < 0) return;
+    auto it = merges_.find(pair_key(symbols[left].id, symbols[right].id));
+    if (it == merges_.end()) return;
+    heap.push_back({it->second.rank, left, right, symbols[left].n, symbols[right].n, it->second.id});
+    std::push_heap(heap.begin(), heap.end());
   };
-  for (int32_t i = 1; i < static_cast<int32_t>(symbols.size()); ++i) try_add(i - 1, i);
+  for (int32_t i = 1; i < count; ++i) try_add(i - 1, i);
 
-  while (!queue.empty()) {
-    const Bigram b = queue.top();
-    queue.pop();
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    const Bigram b = heap.back();
+    heap.pop_back();
     Symbol& left = symbols[b.left];
     Symbol& right = symbols[b.right];
     // Stale: either side has changed since this pair was queued.
     if (left.n != b.left_n || right.n != b.right_n || left.next != b.right) continue;
     left.n += right.n;
+    left.id = b.merged;
     right.n = 0;
     left.next = right.next;
     if (right.next >= 0) symbols[right.next].prev = b.left;
@@ -145,21 +155,9 @@ void BpeTokenizer::encode_word(std::string_view word, std::string& key, std::vec
     try_add(b.left, left.next);
   }
 
-  for (int32_t i = 0; i >= 0; i = symbols[i].next) {
-    const std::string_view piece = text_of(symbols[i]);
-    const int32_t id = vocab_.find(piece);
-    if (id >= 0) {
-      out.push_back(id);
-      continue;
-    }
-    // A merge result missing from the vocabulary: fall back to its characters.
-    for (size_t pos = 0; pos < piece.size();) {
-      const size_t n = std::min<size_t>(utf8::sequence_length(static_cast<uint8_t>(piece[pos])), piece.size() - pos);
-      const int32_t char_id = vocab_.find(piece.substr(pos, n));
-      if (char_id >= 0) out.push_back(char_id);
-      else if (vocab_.unk >= 0) out.push_back(vocab_.unk);
-      pos += n;
-    }
+  for (int32_t i = 0; i >= 0 && i < count; i = symbols[i].next) {
+    if (symbols[i].id >= 0) out.push_back(symbols[i].id);
+    else if (vocab_.unk >= 0) out.push_back(vocab_.unk);  // a byte the vocabulary cannot spell
   }
 }
 

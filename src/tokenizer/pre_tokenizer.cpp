@@ -35,11 +35,28 @@ const std::map<std::string, PreTokenizerSpec, std::less<>>& specs() {
     for (const char* n : {"llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "lfm2"})
       (*t)[n] = llama3;
     for (const char* n : {"dbrx", "smaug-bpe", "chatglm-bpe", "glm4"}) (*t)[n] = llama3_regex;
+    // Letters with case, spelled as code points: some are canonical singletons that
+    // text tools would silently normalize (U+2126 OHM SIGN into U+03A9 ...).
     (*t)["deepseek-llm"] = {{
         "[\r\n]",
-        "\\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-"
-        "ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-"
-        "ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+",
+        "\\s?[A-Za-z\\x{B5}\\x{C0}-\\x{D6}\\x{D8}-\\x{F6}\\x{F8}-\\x{1BA}\\x{1BC}-\\x{1BF}"
+        "\\x{1C4}-\\x{293}\\x{295}-\\x{2AF}\\x{370}-\\x{373}\\x{376}\\x{377}\\x{37B}-\\x{37D}"
+        "\\x{37F}\\x{386}\\x{388}-\\x{38A}\\x{38C}\\x{38E}-\\x{3A1}\\x{3A3}-\\x{3F5}"
+        "\\x{3F7}-\\x{481}\\x{48A}-\\x{52F}\\x{531}-\\x{556}\\x{10A0}-\\x{10C5}"
+        "\\x{13A0}-\\x{13F5}\\x{13F8}-\\x{13FD}\\x{1C90}-\\x{1CBA}\\x{1CBD}-\\x{1CBF}"
+        "\\x{1D00}-\\x{1D2B}\\x{1D6B}-\\x{1D77}\\x{1D79}-\\x{1D9A}\\x{1E00}-\\x{1F15}"
+        "\\x{1F18}-\\x{1F1D}\\x{1F20}-\\x{1F45}\\x{1F48}-\\x{1F4D}\\x{1F50}-\\x{1F57}\\x{1F59}"
+        "\\x{1F5B}\\x{1F5D}\\x{1F5F}-\\x{1F7D}\\x{1F80}-\\x{1FB4}\\x{1FB6}-\\x{1FBC}\\x{1FBE}"
+        "\\x{1FC2}-\\x{1FC4}\\x{1FC6}-\\x{1FCC}\\x{1FD0}-\\x{1FD3}\\x{1FD6}-\\x{1FDB}"
+        "\\x{1FE0}-\\x{1FEC}\\x{1FF2}-\\x{1FF4}\\x{1FF6}-\\x{1FFC}\\x{2102}\\x{2107}"
+        "\\x{210A}-\\x{2113}\\x{2115}\\x{2119}-\\x{211D}\\x{2124}\\x{2126}\\x{2128}"
+        "\\x{212A}-\\x{212D}\\x{212F}-\\x{2134}\\x{2139}\\x{213C}-\\x{213F}\\x{2145}-\\x{2149}"
+        "\\x{214E}\\x{2183}\\x{2184}\\x{2C00}-\\x{2C7B}\\x{2C7E}-\\x{2CE4}\\x{2CEB}-\\x{2CEE}"
+        "\\x{2CF2}\\x{2CF3}\\x{A640}-\\x{A66D}\\x{A680}-\\x{A69B}\\x{A722}-\\x{A76F}"
+        "\\x{A771}-\\x{A787}\\x{A78B}-\\x{A78E}\\x{AB70}-\\x{ABBF}\\x{FB00}-\\x{FB06}"
+        "\\x{FB13}-\\x{FB17}\\x{FF21}-\\x{FF3A}\\x{FF41}-\\x{FF5A}\\x{10400}-\\x{1044F}"
+        "\\x{104B0}-\\x{104D3}\\x{104D8}-\\x{104FB}\\x{10C80}-\\x{10CB2}\\x{10CC0}-\\x{10CF2}"
+        "\\x{118A0}-\\x{118DF}\\x{1E900}-\\x{1E943}]+",
         "\\s?[!-/:-~！-／：-～‘-‟　-。]+",
         "\\s+$",
         kCjk,
@@ -87,6 +104,12 @@ const PreTokenizerSpec& pre_tokenizer_spec(std::string_view name) {
   return it != specs().end() ? it->second : specs().at("default");
 }
 
+std::vector<std::string> pre_tokenizer_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, spec] : specs()) names.push_back(name);
+  return names;
+}
+
 struct PreTokenizer::Regex {
   pcre2_code* code = nullptr;
   ~Regex() { pcre2_code_free(code); }
@@ -124,14 +147,17 @@ std::vector<std::string_view> PreTokenizer::split(std::string_view text) const {
       size_t gap = 0;  // start of text not yet assigned to a word
       size_t pos = 0;
       while (pos < piece.size()) {
-        const int rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK, match, nullptr);
+        int rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK, match, nullptr);
+        // The JIT's small fixed stack can run out on long inputs; the interpreter's grows on the heap.
+        if (rc == PCRE2_ERROR_JIT_STACKLIMIT)
+          rc = pcre2_match(regex->code, subject, piece.size(), pos, PCRE2_NO_UTF_CHECK | PCRE2_NO_JIT, match, nullptr);
         if (rc < 0) break;  // no further match (or a match limit): the rest stays one piece
         const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(match);
         const size_t begin = ov[0];
         const size_t end = ov[1];
         if (end <= begin) {  // an empty match: move one character on
           if (begin >= piece.size()) break;
-          pos = begin + utf8::sequence_length(static_cast<uint8_t>(piece[begin]));
+          pos = begin + utf8::char_length(piece, begin);
           continue;
         }
         if (begin > gap) next.push_back(piece.substr(gap, begin - gap));

@@ -17,6 +17,7 @@ struct PreTokenizerSpec {
 
 // The spec for a tokenizer.ggml.pre name; unknown names get llama.cpp's "default".
 const PreTokenizerSpec& pre_tokenizer_spec(std::string_view name);
+std::vector<std::string> pre_tokenizer_names();
 
 class PreTokenizer {
  public:

@@ -18,7 +18,11 @@ class SpmTokenizer : public VocabTokenizer {
   void encode_text(std::string_view text, bool at_start, std::vector<int32_t>& out) const override;
 
  private:
-  std::array<int32_t, 256> byte_tokens_;  // -1: no token for that byte
+  struct Scratch;
+  void encode_segment(std::string_view text, Scratch& scratch, std::vector<int32_t>& out) const;
+
+  std::array<int32_t, 256> byte_tokens_;  // <0xNN> (or the byte itself) token; -1: none
+  bool words_are_independent_ = false;   // see the constructor
 };
 
 }  // namespace tps

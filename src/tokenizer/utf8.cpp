@@ -2,14 +2,6 @@
 
 namespace tps::utf8 {
 
-int sequence_length(uint8_t lead) {
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) return 2;
-  if ((lead & 0xF0) == 0xE0) return 3;
-  if ((lead & 0xF8) == 0xF0) return 4;
-  return 1;
-}
-
 int decode(std::string_view text, size_t pos, char32_t& cp) {
   const auto byte = [&](size_t i) { return static_cast<uint8_t>(text[i]); };
   const uint8_t lead = byte(pos);
@@ -45,6 +37,12 @@ int decode(std::string_view text, size_t pos, char32_t& cp) {
   }
   cp = value;
   return len;
+}
+
+int char_length(std::string_view text, size_t pos) {
+  char32_t cp;
+  const int len = decode(text, pos, cp);
+  return len > 0 ? len : 1;
 }
 
 void append(std::string& out, char32_t cp) {

@@ -61,7 +61,6 @@ Vocab Vocab::from_gguf(const GgufFile& file, bool spm) {
   v.bos = special_id(file, "bos_token_id", spm ? 1 : -1, count);
   v.eos = special_id(file, "eos_token_id", spm ? 2 : -1, count);
   v.unk = special_id(file, "unknown_token_id", spm ? 0 : -1, count);
-  v.pad = special_id(file, "padding_token_id", -1, count);
   v.eot = special_id(file, "eot_token_id", -1, count);
   v.eom = special_id(file, "eom_token_id", -1, count);
   v.add_bos = file.get_bool("tokenizer.ggml.add_bos_token", spm);

@@ -30,7 +30,7 @@ struct Vocab {
   std::vector<TokenType> types;
   StringMap<int32_t> ids;
 
-  int32_t bos = -1, eos = -1, unk = -1, pad = -1, eot = -1, eom = -1;
+  int32_t bos = -1, eos = -1, unk = -1, eot = -1, eom = -1;
   bool add_bos = false, add_eos = false, add_space_prefix = false;
   std::string pre;               // tokenizer.ggml.pre
   std::vector<bool> eog;         // end-of-generation per id

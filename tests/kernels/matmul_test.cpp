@@ -8,6 +8,8 @@
 
 #include "core/error.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_kernels.h"
+#include "kernels/packed_weights.h"
 #include "quant/quantize.h"
 
 namespace tps {
@@ -47,13 +49,18 @@ struct Shape {
   int64_t rows, cols, tokens;
 };
 
-void check_matmul(Isa isa, GgmlType type, Shape s, ThreadPool& pool) {
+void check_matmul(Isa isa, GgmlType type, Shape s, ThreadPool& pool, bool packed) {
   set_active_isa(isa);
   auto wf = gaussian(static_cast<size_t>(s.rows * s.cols), 11);
   size_t rb = row_bytes(type, s.cols);
   std::vector<uint8_t> wq(rb * static_cast<size_t>(s.rows));
   for (int64_t r = 0; r < s.rows; ++r) quantize_row(type, wf.data() + r * s.cols, wq.data() + r * rb, s.cols);
   WeightMatrix w{type, s.rows, s.cols, wq.data(), rb};
+  PackedWeights pw;
+  if (packed) {
+    pw = pack_weights(w, &pool);
+    if (!pw.empty()) w.packed = &pw;
+  }
   auto x = gaussian(static_cast<size_t>(s.tokens * s.cols), 12);
   std::vector<float> want(static_cast<size_t>(s.tokens * s.rows)), got(want.size(), NAN);
   matmul_reference(w, x.data(), s.tokens, want.data());
@@ -66,8 +73,8 @@ void check_matmul(Isa isa, GgmlType type, Shape s, ThreadPool& pool) {
   }
   double rms = std::sqrt(den / static_cast<double>(want.size()));
   double tol = tolerance(isa, type);
-  EXPECT_LT(std::sqrt(num / den), tol) << isa_name(isa) << " " << type_name(type);
-  EXPECT_LT(max_err, 6 * tol * rms) << isa_name(isa) << " " << type_name(type);
+  EXPECT_LT(std::sqrt(num / den), tol) << isa_name(isa) << " " << type_name(type) << " packed " << packed;
+  EXPECT_LT(max_err, 6 * tol * rms) << isa_name(isa) << " " << type_name(type) << " packed " << packed;
 }
 
 class MatmulPaths : public testing::TestWithParam<std::tuple<Isa, GgmlType>> {};
@@ -79,8 +86,9 @@ TEST_P(MatmulPaths, MatchesReference) {
   ThreadPool two(2), three(3);
   // Rows not a multiple of the thread count or of any tile; 1, few and many tokens.
   for (Shape s : {Shape{37, 512, 1}, Shape{64, 256, 3}, Shape{19, 768, 17}, Shape{8, 256, 1}, Shape{130, 512, 8}}) {
-    check_matmul(isa, type, s, two);
-    check_matmul(isa, type, s, three);
+    check_matmul(isa, type, s, two, false);
+    check_matmul(isa, type, s, three, false);
+    check_matmul(isa, type, s, two, true);
   }
 }
 
@@ -91,6 +99,55 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulPaths,
                            return std::string(isa_name(std::get<0>(info.param))) + "_" +
                                   type_name(std::get<1>(info.param));
                          });
+
+// Float weights with a row length that is no multiple of any vector width, and rows
+// padded in memory (row_bytes larger than the data).
+TEST_P(MatmulPaths, FloatTailsAndRowStride) {
+  auto [isa, type] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  if (type_info(type).block_size != 1) GTEST_SKIP() << "block type";
+  IsaGuard guard;
+  set_active_isa(isa);
+  ThreadPool pool(2);
+  const int64_t rows = 7, cols = 172, tokens = 9;
+  size_t rb = row_bytes(type, cols) + 24;
+  auto wf = gaussian(static_cast<size_t>(rows * cols), 3);
+  std::vector<uint8_t> wq(rb * rows);
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  WeightMatrix w{type, rows, cols, wq.data(), rb};
+  auto x = gaussian(static_cast<size_t>(tokens * cols), 4);
+  std::vector<float> want(rows * tokens), got(rows * tokens);
+  matmul_reference(w, x.data(), tokens, want.data());
+  matmul(w, x.data(), tokens, got.data(), pool);
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::fabs(want[i]))) << i;
+}
+
+// The SIMD activation quantizers must produce exactly the scalar reference's blocks.
+TEST(QuantizeActivations, SimdMatchesScalar) {
+  const int64_t cols = 256;
+  auto x = gaussian(cols, 9);
+  x[3] = 0.0f;
+  for (int i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
+  std::vector<int8_t> q0(cols), q1(cols);
+  std::vector<float> d0(cols / 32), d1(cols / 32), s160(cols / 16), s161(cols / 16), s320(cols / 32), s321(cols / 32);
+  quantize_activations_scalar(x.data(), cols, q0.data(), d0.data(), s160.data(), s320.data());
+  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+    if (!cpu_supports(isa)) continue;
+    const IsaKernels* k = isa == Isa::kAvx2 ? isa_kernels_avx2() : isa_kernels_avx512();
+    ASSERT_NE(k, nullptr);
+    k->quantize_activations(x.data(), cols, q1.data(), d1.data(), s161.data(), s321.data());
+    EXPECT_EQ(q0, q1) << isa_name(isa);
+    EXPECT_EQ(d0, d1) << isa_name(isa);
+    EXPECT_EQ(s160, s161) << isa_name(isa);
+    EXPECT_EQ(s320, s321) << isa_name(isa);
+  }
+}
+
+TEST(PackWeights, FloatTypesNeedNoPacking) {
+  std::vector<uint8_t> data(64 * 4);
+  EXPECT_TRUE(pack_weights(WeightMatrix{GgmlType::kF32, 4, 64, data.data(), 0}).empty());
+  EXPECT_FALSE(pack_weights(WeightMatrix{GgmlType::kQ8_0, 2, 64, data.data(), 0}).empty());
+}
 
 TEST(Matmul, RejectsUnsupportedTypes) {
   std::vector<uint8_t> data(84);

@@ -76,6 +76,9 @@ TEST(TokenizeCli, BadInputsGiveOneLineErrors) {
     EXPECT_EQ(r.out.rfind("tps: error: ", 0), 0u) << r.out;
     EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
   }
+  const auto missing_text = run_tps("tokenize -m " + quote(no_vocab.string()) + " --file " + quote((dir / "tps_no_such.txt").string()));
+  EXPECT_EQ(missing_text.rc, 2);
+  EXPECT_EQ(missing_text.out.rfind("tps: error: ", 0), 0u) << missing_text.out;
   std::filesystem::remove(not_gguf);
   std::filesystem::remove(no_vocab);
 }

@@ -119,3 +119,50 @@ TEST_F(Stories, StreamingDecoderHoldsSplitCharacters) {
 
 }  // namespace
 }  // namespace tps
+
+namespace tps {
+namespace {
+
+TEST(Phi3, ChatTokens) {
+  const auto path = test::fixtures_dir() / "vocab" / "ggml-vocab-phi-3.gguf";
+  if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
+  auto file = GgufFile::open(path.string());
+  auto tok = Tokenizer::from_gguf(*file);
+  const int32_t end = tok->find_token("<|end|>");
+  const int32_t user = tok->find_token("<|user|>");
+  ASSERT_GE(end, 0);
+  ASSERT_GE(user, 0);
+  EXPECT_TRUE(tok->is_eog(end));
+  EXPECT_TRUE(tok->is_eog(tok->eos_id()));
+  EXPECT_FALSE(tok->is_eog(user));
+  const auto ids = tok->encode("<|user|>\nHi<|end|>", true, true);
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_EQ(ids[0], tok->bos_id());
+  EXPECT_EQ(ids[1], user);
+  EXPECT_EQ(ids.back(), end);
+}
+
+}  // namespace
+}  // namespace tps
+
+namespace tps {
+namespace {
+
+// Merging word by word is only exact when no token joins one word to the next; a
+// vocabulary with such a token ("a▁") must be merged across the space.
+TEST(SpmMerges, TokenSpanningASpaceIsFound) {
+  GgufWriter w;
+  w.set_string("tokenizer.ggml.model", "llama");
+  w.set_string_array("tokenizer.ggml.tokens",
+                     {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "a\xE2\x96\x81", "\xE2\x96\x81" "a"});
+  w.set_f32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -1, -1, -2, -5});
+  const auto path = std::filesystem::temp_directory_path() / "tps_spm_span_test.gguf";
+  w.write(path.string());
+  auto file = GgufFile::open(path.string());
+  std::filesystem::remove(path);
+  auto tok = Tokenizer::from_gguf(*file);
+  EXPECT_EQ(tok->encode("a b", false, false), (std::vector<int32_t>{3, 6, 5}));
+}
+
+}  // namespace
+}  // namespace tps

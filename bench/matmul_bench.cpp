@@ -1,0 +1,151 @@
+// Matmul micro-benchmarks on TinyLlama-1.1B shapes, 2 threads, the active ISA (cap it
+// with TPS_ISA). GEMV cycles through enough copies of the matrix to stream from DRAM,
+// and reports GB/s of weights next to a plain streaming-read probe of this machine;
+// GEMM (512 tokens, prefill) reports MAC/s and the matmul-only tokens/s of a whole
+// TinyLlama forward pass (1.03 GMAC per token) at that rate.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "kernels/packed_weights.h"
+#include "quant/quantize.h"
+
+namespace tps {
+namespace {
+
+constexpr size_t kStreamBytes = size_t{512} << 20;  // well past any cache
+constexpr double kTinyLlamaMacsPerToken = 1.03e9;
+
+// 2 threads, as the bars are set; TPS_THREADS overrides (e.g. 1 on a busy machine).
+// On a shared machine the best of several repetitions is the figure to compare:
+// run with --benchmark_repetitions=N and read the _min rows.
+double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
+
+ThreadPool& pool() {
+  static ThreadPool p(std::getenv("TPS_THREADS") != nullptr ? std::atoi(std::getenv("TPS_THREADS")) : 2);
+  return p;
+}
+
+// Streaming read of kStreamBytes on both threads: the bandwidth GEMV should reach.
+void BM_ReadBandwidth(benchmark::State& state) {
+  static std::vector<uint64_t> buffer(kStreamBytes / 8, 1);
+  uint64_t sink = 0;
+  for (auto _ : state) {
+    uint64_t sums[2] = {};
+    pool().parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int ti) {
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int64_t i = b; i < e; i += 4) s0 ^= buffer[i], s1 ^= buffer[i + 1], s2 ^= buffer[i + 2], s3 ^= buffer[i + 3];
+      sums[ti] = s0 ^ s1 ^ s2 ^ s3;
+    });
+    sink ^= sums[0] ^ sums[1];
+  }
+  benchmark::DoNotOptimize(sink);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(kStreamBytes));
+}
+BENCHMARK(BM_ReadBandwidth)->Unit(benchmark::kMillisecond)->UseRealTime()->MinTime(1.0)->ComputeStatistics("min", min_of);
+
+// One quantized weight matrix and its packed form (not movable: w points into it).
+struct Matrix {
+  Matrix() = default;
+  Matrix(const Matrix&) = delete;
+  std::vector<uint8_t> data;
+  WeightMatrix w;
+  PackedWeights packed;
+};
+
+std::vector<uint8_t> random_weights(GgmlType type, int64_t rows, int64_t cols) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> data(rb * static_cast<size_t>(rows));
+  std::vector<float> row(static_cast<size_t>(cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    for (auto& v : row) v = dist(rng);
+    quantize_row(type, row.data(), data.data() + r * rb, cols);
+  }
+  return data;
+}
+
+void init_matrix(Matrix& m, GgmlType type, int64_t rows, int64_t cols, std::vector<uint8_t> data) {
+  m.data = std::move(data);
+  m.w = WeightMatrix{type, rows, cols, m.data.data(), row_bytes(type, cols)};
+  m.packed = pack_weights(m.w, &pool());
+  if (!m.packed.empty()) m.w.packed = &m.packed;
+}
+
+std::vector<float> activations(int64_t n) {
+  std::mt19937 rng(1);
+  std::normal_distribution<float> dist(0.0f, 1.0f);
+  std::vector<float> x(static_cast<size_t>(n));
+  for (auto& v : x) v = dist(rng);
+  return x;
+}
+
+void BM_Gemv(benchmark::State& state, GgmlType type) {
+  const int64_t rows = state.range(0), cols = state.range(1);
+  const size_t bytes = row_bytes(type, cols) * static_cast<size_t>(rows);
+  // Copies of one matrix (quantizing is slow); only their addresses matter.
+  auto data = random_weights(type, rows, cols);
+  const size_t copies = std::max<size_t>(2, kStreamBytes / bytes);
+  std::vector<Matrix> ms(copies);
+  for (auto& m : ms) init_matrix(m, type, rows, cols, data);
+  auto x = activations(cols);
+  std::vector<float> y(static_cast<size_t>(rows));
+  size_t i = 0;
+  for (auto _ : state) {
+    matmul(ms[i].w, x.data(), 1, y.data(), pool());
+    i = (i + 1) % copies;
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetLabel(isa_name(active_isa()));
+}
+
+void BM_Gemm(benchmark::State& state, GgmlType type) {
+  const int64_t rows = state.range(0), cols = state.range(1), tokens = state.range(2);
+  Matrix m;
+  init_matrix(m, type, rows, cols, random_weights(type, rows, cols));
+  auto x = activations(tokens * cols);
+  std::vector<float> y(static_cast<size_t>(rows * tokens));
+  for (auto _ : state) {
+    matmul(m.w, x.data(), tokens, y.data(), pool());
+    benchmark::ClobberMemory();
+  }
+  double macs = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(tokens);
+  state.counters["MAC/s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["model_tok/s"] =
+      benchmark::Counter(macs / kTinyLlamaMacsPerToken, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(isa_name(active_isa()));
+}
+
+void shapes_gemv(benchmark::internal::Benchmark* b) {
+  b->Args({2048, 2048})->Args({5632, 2048})->Args({2048, 5632})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  b->ComputeStatistics("min", min_of);
+}
+void shapes_gemm(benchmark::internal::Benchmark* b) {
+  b->Args({2048, 2048, 512})->Args({5632, 2048, 512})->Args({2048, 2048, 16})->Unit(benchmark::kMillisecond)->UseRealTime();
+  b->ComputeStatistics("min", min_of);
+}
+
+#define TPS_MATMUL_BENCH(name, type)                                 \
+  BENCHMARK_CAPTURE(BM_Gemv, name, GgmlType::type)->Apply(shapes_gemv); \
+  BENCHMARK_CAPTURE(BM_Gemm, name, GgmlType::type)->Apply(shapes_gemm)
+
+TPS_MATMUL_BENCH(q4_0, kQ4_0);
+TPS_MATMUL_BENCH(q8_0, kQ8_0);
+TPS_MATMUL_BENCH(f16, kF16);
+TPS_MATMUL_BENCH(q4_k, kQ4_K);
+TPS_MATMUL_BENCH(q6_k, kQ6_K);
+TPS_MATMUL_BENCH(q4_1, kQ4_1);
+TPS_MATMUL_BENCH(q5_0, kQ5_0);
+TPS_MATMUL_BENCH(q5_k, kQ5_K);
+TPS_MATMUL_BENCH(bf16, kBF16);
+
+}  // namespace
+}  // namespace tps

@@ -1,0 +1,80 @@
+// `tps probe`: measure this machine's bandwidth and compute roofs, print them, save a profile.
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "roofline/probe.h"
+
+namespace tps::cli {
+
+namespace {
+
+std::string human_bytes(int64_t b) {
+  if (b >= (int64_t{1} << 30) && b % (int64_t{1} << 30) == 0) return fmt::format("{} GiB", b >> 30);
+  if (b >= (int64_t{1} << 20)) return fmt::format("{} MiB", b >> 20);
+  return fmt::format("{} KiB", b >> 10);
+}
+
+void print_profile(const HardwareProfile& p) {
+  fmt::print("cpu: {} ({}), {} logical CPUs, isa: {}\n", p.cpu.model, p.cpu.vendor, p.cpu.logical_cpus,
+             fmt::join(p.cpu.isa, " "));
+  fmt::print("caches ({}): L1d {}, L2 {}, L3 {}; memory {}\n", p.cpu.cache_source, human_bytes(p.cpu.l1d_bytes),
+             human_bytes(p.cpu.l2_bytes), human_bytes(p.cpu.l3_bytes), human_bytes(p.cpu.memory_bytes));
+  std::vector<int> threads;
+  for (const auto& b : p.bandwidth)
+    if (std::find(threads.begin(), threads.end(), b.threads) == threads.end()) threads.push_back(b.threads);
+  fmt::print("\nstreaming read bandwidth, GB/s (best of repetitions)\n{:>10}", "buffer");
+  for (int t : threads) fmt::print(" {:>9}", fmt::format("{} thr", t));
+  fmt::print("\n");
+  std::vector<int64_t> sizes;
+  for (const auto& b : p.bandwidth)
+    if (std::find(sizes.begin(), sizes.end(), b.bytes) == sizes.end()) sizes.push_back(b.bytes);
+  for (int64_t s : sizes) {
+    fmt::print("{:>10}", human_bytes(s));
+    for (int t : threads)
+      for (const auto& b : p.bandwidth)
+        if (b.bytes == s && b.threads == t) fmt::print(" {:>9.1f}", b.gbps);
+    fmt::print("\n");
+  }
+  fmt::print("\npeak compute, Gops/s (multiply-add = 2 ops)\n{:>10} {:>24}", "path", "instructions");
+  for (int t : threads) fmt::print(" {:>9}", fmt::format("{} thr", t));
+  fmt::print("\n");
+  for (const auto& pk : p.peaks) {
+    fmt::print("{:>10} {:>24}", pk.path, pk.status == "measured" ? pk.isa : pk.status);
+    for (const auto& t : pk.by_threads) fmt::print(" {:>9.1f}", t.ops_per_s / 1e9);
+    fmt::print("\n");
+  }
+  fmt::print("\ndram_read_gbps (largest buffer, {} threads): {:.1f}\n", p.threads, p.dram_read_gbps);
+}
+
+const CommandRegistration kProbe{
+    "probe", "measure this machine's memory bandwidth and peak compute; write a hardware profile",
+    [](CLI::App& sub) {
+      auto opts = std::make_shared<ProbeOptions>();
+      auto out = std::make_shared<std::string>();
+      sub.add_flag("--quick", opts->quick, "about 10 s instead of under a minute");
+      sub.add_option("-o,--output", *out, "write the profile JSON here (schema: docs/profile-format.md)");
+      sub.add_option("-t,--threads", opts->threads, "largest thread count to measure (default: all CPUs)")
+          ->check(CLI::PositiveNumber);
+      return [opts, out]() {
+        HardwareProfile p = run_probe(*opts);
+        print_profile(p);
+        if (!out->empty()) {
+          std::ofstream f(*out);
+          if (!f) fail("cannot write '{}'", *out);
+          f << profile_to_json(p).dump(2) << "\n";
+          fmt::print("profile written to {}\n", *out);
+        }
+        return 0;
+      };
+    }};
+
+}  // namespace
+
+}  // namespace tps::cli

@@ -1,0 +1,272 @@
+// `tps roofline`: predicted speed of a model on a device from bytes and FLOPs, the
+// hardware database, and the efficiency of measured runs (docs/roofline.md).
+#include <fstream>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "roofline/gguf_model.h"
+#include "roofline/measurement.h"
+#include "roofline/report.h"
+
+namespace tps::cli {
+
+namespace {
+
+struct RooflineArgs {
+  std::string preset, config, model_file;
+  std::string hardware, profile;
+  int threads = 0, gpus = 1, tp = 1;
+  std::vector<std::string> weights, kv_types;
+  std::vector<int64_t> batches = {1, 8, 64};
+  int64_t prompt = 1024, output = 256, context = 0, ubatch = 512;
+  std::string spec_draft;
+  int spec_k = 4;
+  double spec_accept = 0.7, spec_cost = 0;
+  bool json = false;
+  std::string plot, measured, calibrate, efficiency_file, save_efficiency;
+  double eff_bandwidth = 0, eff_compute = 0, layer_latency_us = -1;
+};
+
+nlohmann::json read_json(const std::string& path, const char* what) {
+  std::ifstream f(path);
+  if (!f) fail("cannot open {} '{}'", what, path);
+  try {
+    return nlohmann::json::parse(f);
+  } catch (const nlohmann::json::parse_error& e) {
+    fail("{} '{}' is not valid JSON: {}", what, path, e.what());
+  }
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  if (!f || !(f << text)) fail("cannot write '{}'", path);
+}
+
+Efficiency efficiency_from_args(const RooflineArgs& a) {
+  Efficiency e = a.efficiency_file.empty() ? Efficiency{}
+                                           : efficiency_from_json(read_json(a.efficiency_file, "efficiency"));
+  if (a.eff_bandwidth > 0) e.bandwidth = a.eff_bandwidth;
+  if (a.eff_compute > 0) {
+    e.compute = a.eff_compute;
+    e.compute_by_path.clear();
+  }
+  if (a.layer_latency_us >= 0) e.layer_latency = a.layer_latency_us * 1e-6;
+  return e;
+}
+
+HardwareSource hardware_source(const RooflineArgs& a, const BenchResults* results) {
+  HardwareSource hs;
+  if (!a.profile.empty()) hs.profile = load_profile(a.profile);
+  else if (!a.hardware.empty()) hs.fixed = find_hardware(a.hardware);
+  else if (results && results->profile) hs.profile = results->profile;
+  return hs;
+}
+
+// Before/after table of a calibration, or MBU/MFU of measured runs.
+std::string measured_table(const BenchResults& res, const HardwareSource& hs, const Efficiency& eff,
+                           const Efficiency* before) {
+  std::string o;
+  auto out = std::back_inserter(o);
+  fmt::format_to(out, "{:<8} {:<16} {:>7} {:>4} {:>6} {:>10} {:>10} {:>7} {:>9} {:>6} {:>6} {:>9}\n", "test",
+                 "model", "weights", "thr", "batch", "measured", "predicted", "error", before ? "uncalib." : "",
+                 "MBU", "MFU", "bound");
+  for (const auto& row : res.rows) {
+    RowAnalysis a = analyze_row(row, hs, eff);
+    std::string pre = before ? fmt::format("{:+.0f} %", 100 * (predict_tokens_per_s(row, hs, *before) /
+                                                                      row.tokens_per_s - 1))
+                             : "";
+    fmt::format_to(out, "{:<8} {:<16} {:>7} {:>4} {:>6} {:>10.2f} {:>10.2f} {:>6.0f}% {:>9} {:>5.0f}% {:>5.1f}% {:>9}\n",
+                   row.test, row.model_label, row.weight_type, row.threads, row.batch, row.tokens_per_s,
+                   a.predicted_tokens_per_s, 100 * (a.predicted_tokens_per_s / row.tokens_per_s - 1), pre,
+                   100 * a.mbu, 100 * a.mfu, a.bound);
+  }
+  fmt::format_to(out, "(MBU: achieved / peak bandwidth; MFU: achieved / peak ops on the weights' compute path; "
+                      "bound: the nearer roof, or overhead when both are under 10 %)\n");
+  return o;
+}
+
+nlohmann::json measured_json(const BenchResults& res, const HardwareSource& hs, const Efficiency& eff) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& row : res.rows) {
+    RowAnalysis a = analyze_row(row, hs, eff);
+    rows.push_back({{"test", row.test}, {"model", row.model_label}, {"weight_type", row.weight_type},
+                    {"threads", row.threads}, {"batch", row.batch}, {"measured_tokens_per_s", row.tokens_per_s},
+                    {"predicted_tokens_per_s", a.predicted_tokens_per_s},
+                    {"achieved_bytes_per_s", a.achieved_bytes_per_s}, {"achieved_flops_per_s", a.achieved_flops_per_s},
+                    {"peak_bytes_per_s", a.peak_bytes_per_s}, {"peak_flops_per_s", a.peak_flops_per_s},
+                    {"compute_path", a.compute_path}, {"mbu", a.mbu}, {"mfu", a.mfu}, {"bound", a.bound},
+                    {"predicted_bound", a.predicted_bound}});
+  }
+  return rows;
+}
+
+struct LoadedModel {
+  RooflineModel model;
+  std::string weight_type;  // from a GGUF file; empty otherwise
+  double bits_per_weight = 0;
+};
+
+std::optional<LoadedModel> load_model(const RooflineArgs& a) {
+  int given = !a.preset.empty() + !a.config.empty() + !a.model_file.empty();
+  if (given > 1) fail("give only one of --preset, --config and --model");
+  if (!a.preset.empty()) return LoadedModel{find_roofline_preset(a.preset), "", 0};
+  if (!a.config.empty()) return LoadedModel{load_hf_config(a.config), "", 0};
+  if (!a.model_file.empty()) {
+    GgufModelInfo g = read_gguf_model(a.model_file);
+    return LoadedModel{g.model, g.weight_type, g.bits_per_weight};
+  }
+  return std::nullopt;
+}
+
+int run_roofline(const RooflineArgs& a) {
+  if (a.hardware == "list") {
+    std::fputs(render_hardware_list().c_str(), stdout);
+    return 0;
+  }
+  Efficiency eff = efficiency_from_args(a);
+  std::optional<LoadedModel> lm = load_model(a);
+  if (!a.calibrate.empty()) {
+    BenchResults res = load_bench_results(a.calibrate);
+    HardwareSource hs = hardware_source(a, &res);
+    Efficiency before = eff;
+    eff = calibrate(res.rows, hs, before);
+    if (!a.save_efficiency.empty()) write_file(a.save_efficiency, efficiency_to_json(eff).dump(2) + "\n");
+    if (!lm && a.measured.empty()) {
+      if (a.json) {
+        fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
+                                          {"rows", measured_json(res, hs, eff)}}.dump(2));
+      } else {
+        fmt::print("calibrated on {} run(s) of {}:\n{}\n\n{}", res.rows.size(), a.calibrate,
+                   efficiency_to_json(eff).dump(2), measured_table(res, hs, eff, &before));
+      }
+      return 0;
+    }
+  }
+  if (!a.measured.empty()) {
+    BenchResults res = load_bench_results(a.measured);
+    HardwareSource hs = hardware_source(a, &res);
+    if (a.json) fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
+                                                  {"rows", measured_json(res, hs, eff)}}.dump(2));
+    else fmt::print("{}", measured_table(res, hs, eff, nullptr));
+    return 0;
+  }
+  if (!lm) fail("nothing to do: give a model (--preset, --config or --model), --measured, --calibrate "
+                "or --hardware list");
+  HardwareSource hs = hardware_source(a, nullptr);
+  if (!hs.profile && !hs.fixed) fail("give --hardware NAME (see --hardware list) or --profile probe.json");
+  Hardware hw = hs.for_threads(a.threads);
+
+  std::vector<std::string> weights = a.weights;
+  if (weights.empty()) weights = {lm->weight_type.empty() ? "f16" : lm->weight_type};
+  std::vector<std::string> kvs = a.kv_types.empty() ? std::vector<std::string>{"f16"} : a.kv_types;
+  Deployment dep = make_deployment(weights[0], kvs[0], a.gpus, a.tp);
+  if (lm->bits_per_weight > 0 && a.weights.empty()) dep.bits_per_weight = lm->bits_per_weight;
+  if (a.ubatch < 1) fail("--ubatch must be at least 1");
+  dep.ubatch = a.ubatch;
+  Estimator est(lm->model, hw, dep, eff);
+
+  Workload w;
+  w.batches = a.batches;
+  w.prompt = a.prompt;
+  w.output = a.output;
+  w.context = a.context;
+  for (int64_t b : w.batches)
+    if (b < 1) fail("--batch values must be at least 1");
+  if (w.prompt < 1 || w.output < 0) fail("--prompt must be at least 1 and --output at least 0");
+  std::optional<SpeculativeSetup> spec;
+  if (!a.spec_draft.empty() || a.spec_cost > 0) {
+    if (a.spec_k < 1) fail("--spec-k must be at least 1");
+    if (!(a.spec_accept >= 0 && a.spec_accept <= 1)) fail("--spec-accept must be in [0, 1]");
+    SpeculativeSetup s;
+    s.k = a.spec_k;
+    s.alpha = a.spec_accept;
+    s.cost_ratio = a.spec_cost;
+    s.draft_name = a.spec_draft.empty() ? "a draft of the given cost" : a.spec_draft;
+    if (!a.spec_draft.empty()) {
+      Deployment d = dep;
+      d.bits_per_weight = find_weight_format(d.weight_type).bits_per_weight;
+      s.draft.emplace(find_roofline_preset(a.spec_draft), hw, d, eff);
+    }
+    spec = std::move(s);
+  }
+  std::vector<std::string> cmp_w = weights.size() > 1 ? weights : std::vector<std::string>{"bf16", "fp8", "q8_0", "q4_0"};
+  std::vector<std::string> cmp_kv = kvs.size() > 1 ? kvs : std::vector<std::string>{"f16", "q8_0"};
+  nlohmann::json report = roofline_report(est, w, spec, cmp_w, cmp_kv);
+  if (!a.plot.empty()) write_file(a.plot, render_roofline_svg(report));
+  if (a.json) fmt::print("{}\n", report.dump(2));
+  else fmt::print("{}", render_report_table(report));
+  return 0;
+}
+
+std::vector<std::string> split_list(const std::vector<std::string>& items) {
+  std::vector<std::string> out;
+  for (const auto& item : items) {
+    std::stringstream ss(item);
+    std::string part;
+    while (std::getline(ss, part, ','))
+      if (!part.empty()) out.push_back(part);
+  }
+  return out;
+}
+
+const CommandRegistration kRoofline{
+    "roofline", "predict tokens/s, TTFT and max batch of a model on a device; explain measured runs",
+    [](CLI::App& sub) {
+      auto a = std::make_shared<RooflineArgs>();
+      auto weights = std::make_shared<std::vector<std::string>>();
+      auto kvs = std::make_shared<std::vector<std::string>>();
+      auto batches = std::make_shared<std::vector<std::string>>();
+      sub.add_option("--preset", a->preset, "built-in model shape (e.g. llama-3-8b, mixtral-8x7b, deepseek-v2-lite)");
+      sub.add_option("--config", a->config, "Hugging Face config.json");
+      sub.add_option("--model", a->model_file, "GGUF file (shape and weight type from its metadata)");
+      sub.add_option("--hardware", a->hardware, "device from the database, or 'list'");
+      sub.add_option("--profile", a->profile, "hardware profile written by `tps probe -o`");
+      sub.add_option("-t,--threads", a->threads, "threads, for a probe profile (default: all it measured)");
+      sub.add_option("--gpus", a->gpus, "devices in all (replicas = gpus / tp)");
+      sub.add_option("--tp", a->tp, "tensor-parallel degree");
+      sub.add_option("--weights", *weights, "weight types, comma separated; the first is reported in full");
+      sub.add_option("--kv-type", *kvs, "KV cache types (f32, f16, bf16, q8_0, fp8, q4_0), comma separated");
+      sub.add_option("--batch", *batches, "decode batch sizes, comma separated (default 1,8,64)");
+      sub.add_option("--prompt", a->prompt, "prompt tokens (default 1024)");
+      sub.add_option("--output", a->output, "generated tokens (default 256)");
+      sub.add_option("--context", a->context, "context to size the KV cache for (default prompt + output)");
+      sub.add_option("--ubatch", a->ubatch, "prompt tokens per prefill pass (default 512)");
+      sub.add_option("--spec-draft", a->spec_draft, "draft model preset for speculative decoding");
+      sub.add_option("--spec-k", a->spec_k, "draft tokens per step (default 4)");
+      sub.add_option("--spec-accept", a->spec_accept, "acceptance rate per token (default 0.7)");
+      sub.add_option("--spec-cost", a->spec_cost, "draft/target step time ratio c (default: from the roofline)");
+      sub.add_flag("--json", a->json, "print JSON instead of tables");
+      sub.add_option("--plot", a->plot, "write an SVG roofline chart");
+      sub.add_option("--measured", a->measured, "tps bench / tps load result JSON: MBU, MFU, bound per run");
+      sub.add_option("--calibrate", a->calibrate, "fit the efficiency fractions to the runs of a result JSON");
+      sub.add_option("--save-efficiency", a->save_efficiency, "write the calibrated fractions here");
+      sub.add_option("--efficiency", a->efficiency_file, "read efficiency fractions (as saved by --save-efficiency)");
+      sub.add_option("--eff-bandwidth", a->eff_bandwidth, "achievable fraction of peak bandwidth (default 0.8)");
+      sub.add_option("--eff-compute", a->eff_compute, "achievable fraction of peak compute (default 0.5)");
+      sub.add_option("--layer-latency-us", a->layer_latency_us, "fixed cost per layer per pass (default 10 us)");
+      return [a, weights, kvs, batches]() {
+        a->weights = split_list(*weights);
+        a->kv_types = split_list(*kvs);
+        if (!batches->empty()) {
+          a->batches.clear();
+          for (const auto& b : split_list(*batches)) {
+            try {
+              size_t used = 0;
+              a->batches.push_back(std::stoll(b, &used));
+              if (used != b.size()) throw std::invalid_argument(b);
+            } catch (const std::exception&) {
+              fail("--batch: '{}' is not a whole number", b);
+            }
+          }
+        }
+        return run_roofline(*a);
+      };
+    }};
+
+}  // namespace
+
+}  // namespace tps::cli

@@ -1,0 +1,111 @@
+// tps run: generate text from a GGUF model, streaming, then report TTFT, prefill and
+// decode speed and inter-token latency.
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command.h"
+#include "engine/generator.h"
+
+namespace tps::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string model;
+  std::string prompt;
+  int32_t n_predict = 128;
+  int threads = 0;
+  int64_t context = 0;
+  SamplingParams sampling;
+  std::vector<std::string> stop;
+  bool json = false;
+  bool no_stream = false;
+  bool ignore_eos = false;
+  bool hide_prompt = false;
+};
+
+void print_summary(const GenerationResult& r) {
+  std::fprintf(stderr,
+               "prompt %lld tokens, TTFT %.2f ms, prefill %.1f tok/s | generated %zu tokens, decode %.1f tok/s, "
+               "ITL p50 %.2f ms p99 %.2f ms | finish: %s\n",
+               static_cast<long long>(r.prompt_tokens), r.ttft_s * 1e3, r.prefill_tokens_per_s(), r.tokens.size(),
+               r.decode_tokens_per_s(), percentile(r.itl_s, 50) * 1e3, percentile(r.itl_s, 99) * 1e3,
+               r.finish_reason.c_str());
+}
+
+nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t context) {
+  return {{"text", r.text},
+          {"finish_reason", r.finish_reason},
+          {"prompt_tokens", r.prompt_tokens},
+          {"generated_tokens", r.tokens.size()},
+          {"ttft_ms", r.ttft_s * 1e3},
+          {"prefill_tokens_per_s", r.prefill_tokens_per_s()},
+          {"decode_tokens_per_s", r.decode_tokens_per_s()},
+          {"itl_p50_ms", percentile(r.itl_s, 50) * 1e3},
+          {"itl_p99_ms", percentile(r.itl_s, 99) * 1e3},
+          {"threads", threads},
+          {"context", context},
+          {"tokens", r.tokens}};
+}
+
+int run(const RunArgs& a) {
+  auto model = Model::load(a.model);
+  const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
+  ThreadPool pool(threads);
+  Generator generator(*model, pool, a.context);
+  const std::vector<int32_t> prompt = model->tokenizer().encode(a.prompt, true, true);
+  GenerationOptions options;
+  options.max_tokens = a.n_predict;
+  options.sampling = a.sampling;
+  options.stop = a.stop;
+  options.stop_at_eog = !a.ignore_eos;
+  const bool stream = !a.json && !a.no_stream;
+  // The prompt is echoed before its continuation, as llama-cli and llama2.c do.
+  const std::string echo = a.hide_prompt ? "" : a.prompt;
+  if (stream) std::fwrite(echo.data(), 1, echo.size(), stdout);
+  GenerationResult result = generator.generate(prompt, options, [&](std::string_view text) {
+    if (!stream) return;
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+  });
+  if (a.json) {
+    std::printf("%s\n", summary_json(result, threads, generator.context()).dump(2).c_str());
+    return 0;
+  }
+  if (!stream) std::printf("%s%s", echo.c_str(), result.text.c_str());
+  std::printf("\n");
+  std::fflush(stdout);
+  print_summary(result);
+  return 0;
+}
+
+CommandRegistration registration{
+    "run", "generate text from a GGUF model and report TTFT, prefill and decode tokens/s", [](CLI::App& sub) {
+      auto a = std::make_shared<RunArgs>();
+      sub.add_option("-m,--model", a->model, "GGUF model file")->required();
+      sub.add_option("-p,--prompt", a->prompt, "prompt text (BOS is added as the vocabulary asks)");
+      sub.add_option("-n,--n-predict", a->n_predict, "tokens to generate")->check(CLI::NonNegativeNumber);
+      sub.add_option("-t,--threads", a->threads, "threads (default: the cores available)");
+      sub.add_option("-c,--ctx-size", a->context, "context length (default: the model's, at most 4096)");
+      sub.add_option("--temp", a->sampling.temperature, "temperature; <= 0 is greedy")->capture_default_str();
+      sub.add_option("--top-k", a->sampling.top_k, "top-k; <= 0 is off")->capture_default_str();
+      sub.add_option("--top-p", a->sampling.top_p, "top-p; 1 is off")->capture_default_str();
+      sub.add_option("--min-p", a->sampling.min_p, "min-p; 0 is off")->capture_default_str();
+      sub.add_option("--repeat-penalty", a->sampling.repeat_penalty, "repetition penalty; 1 is off")->capture_default_str();
+      sub.add_option("--repeat-last-n", a->sampling.repeat_last_n, "tokens the penalties look back over; -1: all")
+          ->capture_default_str();
+      sub.add_option("--presence-penalty", a->sampling.presence_penalty, "presence penalty")->capture_default_str();
+      sub.add_option("--frequency-penalty", a->sampling.frequency_penalty, "frequency penalty")->capture_default_str();
+      sub.add_option("-s,--seed", a->sampling.seed, "sampling seed")->capture_default_str();
+      sub.add_option("--stop", a->stop, "stop before this string (repeatable)");
+      sub.add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
+      sub.add_flag("--no-display-prompt", a->hide_prompt, "print only the generated text, not the prompt first");
+      sub.add_flag("--no-stream", a->no_stream, "print the text at the end instead of as it is generated");
+      sub.add_flag("--json", a->json, "print the text and the summary as one JSON object");
+      return [a] { return run(*a); };
+    }};
+
+}  // namespace
+
+}  // namespace tps::cli

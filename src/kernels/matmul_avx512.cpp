@@ -1,0 +1,232 @@
+// AVX-512 (F, BW, VL, VNNI) kernels: integer panel dot products with vpdpbusd, and
+// float-weight tiles with FMA. Compiled with AVX-512 flags; only called when the CPU
+// has them.
+
+// GCC 12's AVX-512 headers build casts and reductions from self-initialized
+// "undefined" vectors, which -Wall reports once inlined: a spurious warning.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/matmul_kernels.h"
+
+namespace tps {
+
+namespace {
+
+void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32) {
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    __m512 v0 = _mm512_loadu_ps(x + 32 * b), v1 = _mm512_loadu_ps(x + 32 * b + 16);
+    float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
+    float db = amax / 127.0f, id = db != 0.0f ? 1.0f / db : 0.0f;
+    __m512 vid = _mm512_set1_ps(id);
+    // Rounds to nearest even, as the scalar reference's nearbyint does.
+    __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b), _mm512_cvtsepi32_epi8(q0));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(q + 32 * b + 16), _mm512_cvtsepi32_epi8(q1));
+    int s0 = _mm512_reduce_add_epi32(q0), s1 = _mm512_reduce_add_epi32(q1);
+    d[b] = db;
+    sum16[2 * b] = db * static_cast<float>(s0);
+    sum16[2 * b + 1] = db * static_cast<float>(s1);
+    sum32[b] = db * static_cast<float>(s0 + s1);
+  }
+}
+
+inline __m512i broadcast_u32(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm512_set1_epi32(v);
+}
+
+// 16 rows x T tokens over a whole panel: the block's codes are unpacked once into
+// registers and used by all T tokens; per block and token, kBlock/4 vpdpbusd give 16
+// row sums, then scale and bias in float.
+template <int kBits, int kBlock, bool kBias, bool kK, int T>
+void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
+                int64_t rows, int64_t r0) {
+  constexpr int kGroups = kBlock / 4;
+  constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
+  constexpr size_t kBlockBytes = kCodeBytes + (kK ? 32 : 32 + (kBias ? 32 : 0));
+  const int64_t cols = a.cols, nb32 = cols / 32, nblocks = cols / kBlock;
+  __m512 super_d = _mm512_setzero_ps(), super_neg_dmin = _mm512_setzero_ps();
+  const __m512 neg_offset = _mm512_set1_ps(-static_cast<float>(layout.offset));
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  const int8_t* xq[T];
+  const float* xd[T];
+  const float* xs[T];
+  __m512 out[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.q + (t0 + t) * cols;
+    xd[t] = a.d + (t0 + t) * nb32;
+    xs[t] = kBlock == 32 ? a.sum32 + (t0 + t) * nb32 : a.sum16 + (t0 + t) * (cols / 16);
+    out[t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
+    if constexpr (kK) {
+      if (b % PanelLayout::kSuperBlocks == 0) {
+        super_d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel)));
+        super_neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(),
+                                       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 32))));
+        panel += PanelLayout::kSuperHeader;
+      }
+    }
+    __m512i w[kGroups];
+    if constexpr (kBits == 4) {
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        __m512i v = _mm512_loadu_si512(panel + 64 * k);
+        w[k] = _mm512_and_si512(v, low4);
+        w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+      }
+    } else {
+#pragma GCC unroll 8
+      for (int k = 0; k < kGroups; ++k) w[k] = _mm512_loadu_si512(panel + 64 * k);
+    }
+    __m512 s, m;
+    if constexpr (kK) {
+      auto u8_to_ps = [](const uint8_t* p) {
+        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+      };
+      s = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes), super_d);
+      m = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes + 16), super_neg_dmin);
+    } else if constexpr (kBias) {
+      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
+      m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes + 32)));
+    } else {
+      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
+      m = _mm512_mul_ps(s, neg_offset);
+    }
+    const int64_t e = b * kBlock, db = e / 32;
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      // Two chains halve the dependency depth, which matters when T is small.
+      __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+      for (int k = 0; k < kGroups; k += 2) {
+        acc0 = _mm512_dpbusd_epi32(acc0, w[k], broadcast_u32(xq[t] + e + 4 * k));
+        acc1 = _mm512_dpbusd_epi32(acc1, w[k + 1], broadcast_u32(xq[t] + e + 4 * k + 4));
+      }
+      __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1));
+      out[t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(xd[t][db])), out[t]);
+      out[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs[t][b]), out[t]);
+    }
+  }
+  const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(kPanelRows, rows - r0)) - 1);
+  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * rows + r0, mask, out[t]);
+}
+
+template <int kBits, int kBlock, bool kBias, bool kK = false>
+void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
+                  float* y, int64_t rows, int64_t r0) {
+  constexpr int kTile = 8;
+  int64_t t = t0;
+  for (; t + kTile <= t1; t += kTile) panel_tile<kBits, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0);
+  switch (t1 - t) {
+    case 0: break;
+    case 1: panel_tile<kBits, kBlock, kBias, kK, 1>(panel, layout, a, t, y, rows, r0); break;
+    case 2: panel_tile<kBits, kBlock, kBias, kK, 2>(panel, layout, a, t, y, rows, r0); break;
+    case 3: panel_tile<kBits, kBlock, kBias, kK, 3>(panel, layout, a, t, y, rows, r0); break;
+    case 4: panel_tile<kBits, kBlock, kBias, kK, 4>(panel, layout, a, t, y, rows, r0); break;
+    case 5: panel_tile<kBits, kBlock, kBias, kK, 5>(panel, layout, a, t, y, rows, r0); break;
+    case 6: panel_tile<kBits, kBlock, kBias, kK, 6>(panel, layout, a, t, y, rows, r0); break;
+    default: panel_tile<kBits, kBlock, kBias, kK, 7>(panel, layout, a, t, y, rows, r0); break;
+  }
+}
+
+void panel(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
+           int64_t rows, int64_t r0) {
+  if (layout.k_scales) {
+    if (layout.code_bits == 4) panel_tokens<4, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+    else panel_tokens<8, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
+  } else if (layout.code_bits == 4) {
+    if (layout.has_bias) panel_tokens<4, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
+    else panel_tokens<4, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
+  } else if (layout.block == 16) {
+    panel_tokens<8, 16, false>(panel, layout, a, t0, t1, y, rows, r0);
+  } else if (layout.has_bias) {
+    panel_tokens<8, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
+  } else {
+    panel_tokens<8, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
+  }
+}
+
+// 16 consecutive weights of a float-type row as f32; `mask` selects a tail.
+template <GgmlType kType>
+inline __m512 load_weights(const uint8_t* row, int64_t c, __mmask16 mask) {
+  if constexpr (kType == GgmlType::kF32) {
+    return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + c);
+  } else if constexpr (kType == GgmlType::kF16) {
+    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + c));
+  } else {  // BF16: the top half of an f32
+    __m256i h = _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + c);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+  }
+}
+
+// R rows x T tokens; each weight vector is converted once and used by T tokens.
+template <GgmlType kType, int R, int T>
+void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0) {
+  __m512 acc[R][T];
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
+  const int64_t cols = w.cols;
+  auto step = [&](int64_t c, __mmask16 mask) {
+    __m512 wv[R];
+    for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(w.data + (r + i) * w.row_bytes, c, mask);
+    for (int t = 0; t < T; ++t) {
+      __m512 xv = _mm512_maskz_loadu_ps(mask, x + (t0 + t) * cols + c);
+      for (int i = 0; i < R; ++i) acc[i][t] = _mm512_fmadd_ps(wv[i], xv, acc[i][t]);
+    }
+  };
+  int64_t c = 0;
+  for (; c + 16 <= cols; c += 16) step(c, 0xFFFF);
+  if (c < cols) step(c, static_cast<__mmask16>((1u << (cols - c)) - 1));
+  for (int i = 0; i < R; ++i)
+    for (int t = 0; t < T; ++t) y[(t0 + t) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][t]);
+}
+
+template <GgmlType kType, int R>
+void float_tile_tokens(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0, int64_t t1) {
+  constexpr int kTile = 6;
+  int64_t t = t0;
+  for (; t + kTile <= t1; t += kTile) float_tile<kType, R, kTile>(w, x, y, r, t);
+  switch (t1 - t) {
+    case 0: break;
+    case 1: float_tile<kType, R, 1>(w, x, y, r, t); break;
+    case 2: float_tile<kType, R, 2>(w, x, y, r, t); break;
+    case 3: float_tile<kType, R, 3>(w, x, y, r, t); break;
+    case 4: float_tile<kType, R, 4>(w, x, y, r, t); break;
+    default: float_tile<kType, R, 5>(w, x, y, r, t); break;
+  }
+}
+
+// Tokens go in chunks whose activations fit in L2 while the rows stream past.
+template <GgmlType kType>
+void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kChunk = 36;
+  for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
+    int64_t t1 = std::min(n_tokens, t0 + kChunk);
+    int64_t r = r0;
+    for (; r + 4 <= r1; r += 4) float_tile_tokens<kType, 4>(w, x, y, r, t0, t1);
+    for (; r < r1; ++r) float_tile_tokens<kType, 1>(w, x, y, r, t0, t1);
+  }
+}
+
+void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
+  switch (w.type) {
+    case GgmlType::kF32: float_rows_typed<GgmlType::kF32>(w, x, n_tokens, y, r0, r1); return;
+    case GgmlType::kF16: float_rows_typed<GgmlType::kF16>(w, x, n_tokens, y, r0, r1); return;
+    default: float_rows_typed<GgmlType::kBF16>(w, x, n_tokens, y, r0, r1); return;
+  }
+}
+
+constexpr IsaKernels kKernels{quantize_activations, panel, float_rows};
+
+}  // namespace
+
+const IsaKernels* isa_kernels_avx512() { return &kKernels; }
+
+}  // namespace tps

@@ -1,0 +1,30 @@
+#pragma once
+// Vector helpers of the forward pass besides matmul: dot and axpy (attention), RMS
+// norm, softmax, SwiGLU, RoPE. Each dispatches on active_isa() like matmul; the
+// *_reference functions are the plain scalar versions the tests compare against.
+#include <cstdint>
+
+namespace tps {
+
+float dot(const float* a, const float* b, int64_t n);
+void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
+// out = x / sqrt(mean(x^2) + eps) * weight (out may be x)
+void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+void softmax(float* x, int64_t n);  // in place; -inf entries become 0
+// out = silu(gate) * up, silu(g) = g / (1 + e^-g) (out may alias either input)
+void silu_mul(const float* gate, const float* up, int64_t n, float* out);
+
+// Rotary position embedding of n_heads vectors of head_dim at position pos, rotating
+// pair i by pos * freq_base^(-2i / head_dim). kAdjacent pairs (x[2i], x[2i+1]) as in
+// llama; kHalves pairs (x[i], x[i + head_dim/2]) as in NeoX/qwen2.
+enum class RopeStyle { kAdjacent, kHalves };
+void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style);
+
+float dot_reference(const float* a, const float* b, int64_t n);
+void axpy_reference(float a, const float* x, float* y, int64_t n);
+void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);
+void softmax_reference(float* x, int64_t n);
+void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out);
+void rope_reference(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style);
+
+}  // namespace tps

@@ -1,0 +1,19 @@
+// kernels/ops_impl.inc compiled for AVX2.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/ops_kernels.h"
+
+namespace tps {
+namespace ops_avx2 {
+#include "kernels/ops_impl.inc"
+}  // namespace ops_avx2
+
+const OpsKernels& ops_kernels_avx2() {
+  static constexpr OpsKernels k{ops_avx2::dot, ops_avx2::axpy, ops_avx2::rmsnorm,
+                                ops_avx2::softmax, ops_avx2::silu_mul, ops_avx2::rope};
+  return k;
+}
+
+}  // namespace tps

@@ -1,0 +1,19 @@
+// kernels/ops_impl.inc compiled for AVX512.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/ops_kernels.h"
+
+namespace tps {
+namespace ops_avx512 {
+#include "kernels/ops_impl.inc"
+}  // namespace ops_avx512
+
+const OpsKernels& ops_kernels_avx512() {
+  static constexpr OpsKernels k{ops_avx512::dot, ops_avx512::axpy, ops_avx512::rmsnorm,
+                                ops_avx512::softmax, ops_avx512::silu_mul, ops_avx512::rope};
+  return k;
+}
+
+}  // namespace tps

@@ -1,0 +1,237 @@
+#include "kernels/packed_weights.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/error.h"
+#include "quant/blocks.h"
+#include "quant/quantize.h"
+
+namespace tps {
+
+namespace {
+
+constexpr PanelLayout kQ4_0{4, 32, false, 8};
+constexpr PanelLayout kQ4_1{4, 32, true, 0};
+constexpr PanelLayout kQ5_0{8, 32, false, 16};
+constexpr PanelLayout kQ5_1{8, 32, true, 0};
+constexpr PanelLayout kQ8_0{8, 32, false, 128};
+constexpr PanelLayout kQ4_K{4, 32, true, 0, true};
+constexpr PanelLayout kQ5_K{8, 32, true, 0, true};
+constexpr PanelLayout kQ6_K{8, 16, false, 32};
+
+// One panel block of one row: codes (unsigned), scale and bias, value = s * code + m.
+struct DecodedBlock {
+  uint8_t codes[32];
+  float s, m;
+};
+
+uint32_t load_u32(const uint8_t* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+// Decodes panel block b (of layout.block elements) of a GGUF row (the formats that
+// pack_panel does not simply copy).
+void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) {
+  switch (t) {
+    case GgmlType::kQ4_1: {
+      const auto& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
+      for (int j = 0; j < 16; ++j) out->codes[j] = q.qs[j] & 0xF, out->codes[j + 16] = q.qs[j] >> 4;
+      out->s = f16_to_f32(q.d), out->m = f16_to_f32(q.m);
+      return;
+    }
+    case GgmlType::kQ5_0:
+    case GgmlType::kQ5_1: {
+      bool q5_1 = t == GgmlType::kQ5_1;
+      const uint8_t* blk = row + b * (q5_1 ? sizeof(BlockQ5_1) : sizeof(BlockQ5_0));
+      const uint8_t* qh = blk + (q5_1 ? 4 : 2);
+      uint32_t h = load_u32(qh);
+      for (int j = 0; j < 16; ++j) {
+        out->codes[j] = static_cast<uint8_t>((qh[4 + j] & 0xF) | (((h >> j) & 1) << 4));
+        out->codes[j + 16] = static_cast<uint8_t>((qh[4 + j] >> 4) | (((h >> (j + 16)) & 1) << 4));
+      }
+      uint16_t d, m;
+      std::memcpy(&d, blk, 2);
+      std::memcpy(&m, blk + 2, 2);
+      out->s = f16_to_f32(d);
+      out->m = q5_1 ? f16_to_f32(m) : -16.0f * out->s;
+      return;
+    }
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ5_K: {
+      bool five = t == GgmlType::kQ5_K;
+      int j = static_cast<int>(b % 8);
+      const uint8_t* sb = row + (b / 8) * (five ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
+      uint16_t d, dmin;
+      std::memcpy(&d, sb, 2);
+      std::memcpy(&dmin, sb + 2, 2);
+      uint8_t sc, mn;
+      unpack_k_scale(sb + 4, j, &sc, &mn);
+      const uint8_t* qh = sb + 16;
+      const uint8_t* qs = sb + (five ? 48 : 16) + 32 * (j / 2);
+      for (int l = 0; l < 32; ++l) {
+        int code = (qs[l] >> (4 * (j & 1))) & 0xF;
+        if (five) code |= ((qh[l] >> j) & 1) << 4;
+        out->codes[l] = static_cast<uint8_t>(code);
+      }
+      out->s = f16_to_f32(d) * sc, out->m = -f16_to_f32(dmin) * mn;
+      return;
+    }
+    case GgmlType::kQ6_K: {
+      const auto& q = reinterpret_cast<const BlockQ6_K*>(row)[b / 16];
+      int p0 = static_cast<int>(b % 16) * 16;
+      for (int i = 0; i < 16; ++i) {
+        int p = p0 + i, half = p / 128, r = p % 128, quarter = r / 32, l = r % 32;
+        uint8_t lb = q.ql[64 * half + l + 32 * (quarter & 1)];
+        int low = quarter < 2 ? (lb & 0xF) : (lb >> 4);
+        int high = (q.qh[32 * half + l] >> (2 * quarter)) & 3;
+        out->codes[i] = static_cast<uint8_t>(low | (high << 4));
+      }
+      out->s = f16_to_f32(q.d) * q.scales[b % 16], out->m = -32.0f * out->s;
+      return;
+    }
+    default:
+      fail("no panel layout for {}", type_name(t));
+  }
+}
+
+}  // namespace
+
+const PanelLayout* panel_layout(GgmlType t) {
+  switch (t) {
+    case GgmlType::kQ4_0: return &kQ4_0;
+    case GgmlType::kQ4_1: return &kQ4_1;
+    case GgmlType::kQ5_0: return &kQ5_0;
+    case GgmlType::kQ5_1: return &kQ5_1;
+    case GgmlType::kQ8_0: return &kQ8_0;
+    case GgmlType::kQ4_K: return &kQ4_K;
+    case GgmlType::kQ5_K: return &kQ5_K;
+    case GgmlType::kQ6_K: return &kQ6_K;
+    default: return nullptr;
+  }
+}
+
+void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
+
+// Q4_0 and Q8_0 panels are the GGUF bytes rearranged (Q8_0 codes offset by 128), so
+// they are copied without decoding: fast enough to pack at load or on the fly.
+void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const int64_t nblocks = w.cols / kQk;
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.block_bytes()) {
+    std::memset(dst, 0, kQ4_0.block_bytes());
+    auto* scales = dst + kQ4_0.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const auto& q = reinterpret_cast<const BlockQ4_0*>(w.data + (g * kPanelRows + r) * rb)[b];
+      for (int k = 0; k < 4; ++k) std::memcpy(dst + 64 * k + 4 * r, q.qs + 4 * k, 4);
+      std::memcpy(scales + 2 * r, &q.d, 2);
+    }
+  }
+}
+
+void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const int64_t nblocks = w.cols / kQk;
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.block_bytes()) {
+    std::memset(dst, 0, kQ8_0.block_bytes());
+    auto* scales = dst + kQ8_0.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const auto& q = reinterpret_cast<const BlockQ8_0*>(w.data + (g * kPanelRows + r) * rb)[b];
+      for (int k = 0; k < 8; ++k) {
+        uint32_t v;
+        std::memcpy(&v, q.qs + 4 * k, 4);
+        v ^= 0x80808080u;  // int8 q -> unsigned code q + 128
+        std::memcpy(dst + 64 * k + 4 * r, &v, 4);
+      }
+      std::memcpy(scales + 2 * r, &q.d, 2);
+    }
+  }
+}
+
+// Writes row r's codes of one block into the panel's code vectors.
+void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) {
+  for (int k = 0; k < L.block / 4; ++k) {
+    for (int i = 0; i < 4; ++i) {
+      if (L.code_bits == 8) {
+        dst[64 * k + 4 * r + i] = codes[4 * k + i];
+      } else if (k < 4) {  // 4-bit: vector k holds codes 4k.. (low) and 16+4k.. (high)
+        dst[64 * k + 4 * r + i] = static_cast<uint8_t>(codes[4 * k + i] | (codes[16 + 4 * k + i] << 4));
+      }
+    }
+  }
+}
+
+// Q4_K/Q5_K: the super-block's d and dmin go to a header, each block keeps the 6-bit
+// scale and min codes as bytes.
+void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  const size_t super_bytes = w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
+  const int64_t nblocks = w.cols / L.block;
+  DecodedBlock dec;
+  for (int64_t b = 0; b < nblocks; ++b) {
+    if (b % PanelLayout::kSuperBlocks == 0) {
+      std::memset(dst, 0, PanelLayout::kSuperHeader);
+      for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+        const uint8_t* sb = w.data + (g * kPanelRows + r) * rb + (b / PanelLayout::kSuperBlocks) * super_bytes;
+        std::memcpy(dst + 2 * r, sb, 2);       // d
+        std::memcpy(dst + 32 + 2 * r, sb + 2, 2);  // dmin
+      }
+      dst += PanelLayout::kSuperHeader;
+    }
+    std::memset(dst, 0, L.block_bytes());
+    uint8_t* sc = dst + L.code_bytes();
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
+      decode_block(w.type, row, b, &dec);
+      put_codes(L, dec.codes, r, dst);
+      unpack_k_scale(row + (b / PanelLayout::kSuperBlocks) * super_bytes + 4, static_cast<int>(b % 8), sc + r,
+                     sc + kPanelRows + r);
+    }
+    dst += L.block_bytes();
+  }
+}
+
+void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
+  const PanelLayout& L = *panel_layout(w.type);
+  size_t rb = w.row_bytes != 0 ? w.row_bytes : row_bytes(w.type, w.cols);
+  if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
+  if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
+  if (L.k_scales) return pack_panel_k(L, w, rb, g, dst);
+  int64_t nblocks = w.cols / L.block;
+  DecodedBlock dec;
+  for (int64_t b = 0; b < nblocks; ++b, dst += L.block_bytes()) {
+    std::memset(dst, 0, L.block_bytes());
+    auto* scales = reinterpret_cast<uint16_t*>(dst + L.code_bytes());
+    auto* biases = scales + kPanelRows;
+    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+      decode_block(w.type, w.data + (g * kPanelRows + r) * rb, b, &dec);
+      put_codes(L, dec.codes, r, dst);
+      scales[r] = f32_to_f16(dec.s);
+      if (L.has_bias) biases[r] = f32_to_f16(dec.m);
+    }
+  }
+}
+
+PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool) {
+  PackedWeights p;
+  const PanelLayout* layout = panel_layout(w.type);
+  if (layout == nullptr || w.rows == 0) return p;
+  if (w.cols % type_info(w.type).block_size != 0)
+    fail("pack_weights: {} columns is not a multiple of the {} block size", w.cols, type_name(w.type));
+  p.type_ = w.type;
+  p.rows_ = w.rows;
+  p.cols_ = w.cols;
+  p.layout_ = layout;
+  p.group_bytes_ = layout->group_bytes(w.cols);
+  int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
+  size_t total = p.group_bytes_ * static_cast<size_t>(groups);
+  p.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)));
+  if (!p.data_) fail("pack_weights: out of memory for {} bytes", total);
+  auto pack_range = [&](int64_t g0, int64_t g1, int) {
+    for (int64_t g = g0; g < g1; ++g) pack_panel(w, g, p.data_.get() + static_cast<size_t>(g) * p.group_bytes_);
+  };
+  if (pool != nullptr) pool->parallel_for(groups, 1, pack_range);
+  else pack_range(0, groups, 0);
+  return p;
+}
+
+}  // namespace tps

@@ -1,0 +1,88 @@
+#pragma once
+// Load-time repacking of quantized weights into row panels: 16 rows interleaved per
+// block, so one 64-byte vector holds 4 consecutive codes of each of the 16 rows. An
+// integer dot (vpdpbusd) of that vector with 4 broadcast activation bytes then yields
+// 16 row partial sums at once, and the 16 rows' block scales are one vector load:
+// no horizontal reductions, and each unpacked weight vector serves many tokens.
+//
+// Every quantized type maps to the same shape, value = scale * code + bias per
+// (row, block), with unsigned codes:
+//   4-bit codes (Q4_0, Q4_1, Q4_K): same bytes as the GGUF formats for Q4_0/Q4_1, so
+//     the panel streams exactly the file's bytes; Q4_K adds 2 bytes per 32 weights
+//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K)
+//   blocks of 32 (16 for Q6_K), f16 scale per (row, block), f16 bias per (row, block)
+//   or bias = -offset * scale when the format has a fixed zero point;
+//   Q4_K and Q5_K keep their two-level scales instead (k_scales), so Q4_K panels are
+//   only 1/36 larger than the file: per block 16 u8 scale codes sc and 16 u8 min
+//   codes mn, and every 8 blocks (one super-block) a header of 16 f16 d and 16 f16
+//   dmin; scale = d * sc, bias = -dmin * mn.
+// Panel block layout (16 rows): code vectors of 64 bytes (vector k holds codes
+// 4k..4k+3 of each row in bytes 4r..4r+3; for 4-bit codes the low nibbles are codes
+// 4k.. and the high nibbles codes 16+4k..), then 16 f16 scales, then 16 f16 biases
+// (or with k_scales: 16 sc, then 16 mn).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "kernels/matmul.h"
+
+namespace tps {
+
+constexpr int kPanelRows = 16;
+
+struct PanelLayout {
+  static constexpr int kSuperBlocks = 8;      // blocks per k_scales super-block
+  static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin
+
+  int code_bits = 8;   // 4 or 8
+  int block = 32;      // elements per scale: 32, or 16 (Q6_K)
+  bool has_bias = false;
+  int offset = 0;      // implied zero point when !has_bias: bias = -offset * scale
+  bool k_scales = false;
+  size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
+  size_t block_bytes() const { return code_bytes() + (k_scales ? 32 : 32 + (has_bias ? 32 : 0)); }
+  // One panel of 16 rows of `cols` elements.
+  size_t group_bytes(int64_t cols) const {
+    auto blocks = static_cast<size_t>(cols / block);
+    return blocks * block_bytes() + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0);
+  }
+};
+
+// The panel layout for a quantized weight type; nullptr for float types (their
+// kernels read the GGUF rows directly).
+const PanelLayout* panel_layout(GgmlType t);
+
+class PackedWeights {
+ public:
+  PackedWeights() = default;
+  bool empty() const { return data_ == nullptr; }
+  GgmlType type() const { return type_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  const PanelLayout& layout() const { return *layout_; }
+  size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows
+  const uint8_t* group(int64_t g) const { return data_.get() + static_cast<size_t>(g) * group_bytes_; }
+  size_t bytes() const { return group_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
+
+ private:
+  friend PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool);
+  struct Free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, Free> data_;
+  GgmlType type_ = GgmlType::kF32;
+  int64_t rows_ = 0, cols_ = 0;
+  const PanelLayout* layout_ = nullptr;
+  size_t group_bytes_ = 0;
+};
+
+// Repacks w for the SIMD kernels (empty for float types, which need no packing).
+// Set WeightMatrix::packed to the result to use it; matmul() works without it too,
+// by packing each panel on the fly, which is correct but slower for one token.
+PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool = nullptr);
+
+// Packs rows [16 g, 16 g + 16) of w (zero rows past the end) into dst, which holds
+// layout.group_bytes(w.cols) bytes.
+void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst);
+
+}  // namespace tps

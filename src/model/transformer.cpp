@@ -1,0 +1,155 @@
+#include "model/transformer.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "model/attention.h"
+#include "model/layer_ops.h"
+#include "quant/quantize.h"
+
+namespace tps {
+
+namespace {
+
+size_t matrix_bytes(const WeightMatrix& w) { return w.row_bytes * w.rows; }
+
+// Applies fn(row) to rows [0, rows) on the pool. The work per row is small and
+// element-wise: rows are grouped so that a barrier is paid only for real work.
+template <typename F>
+void for_rows(ThreadPool& pool, int64_t rows, int64_t width, F&& fn) {
+  constexpr int64_t kMinElementsPerThread = 1 << 15;
+  pool.parallel_for(rows, std::max<int64_t>(1, kMinElementsPerThread / width), [&](int64_t begin, int64_t end, int) {
+    for (int64_t r = begin; r < end; ++r) fn(r);
+  });
+}
+
+}  // namespace
+
+Transformer::Transformer(std::unique_ptr<GgufFile> file, ModelConfig config, ModelWeights weights,
+                         std::unique_ptr<Tokenizer> tokenizer)
+    : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), tokenizer_(std::move(tokenizer)) {
+  // Per token: one embedding row, every layer matrix, the output head.
+  weight_bytes_ = weights_.token_embd.row_bytes + matrix_bytes(weights_.output);
+  for (const LayerWeights& l : weights_.layers)
+    for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      weight_bytes_ += matrix_bytes(*w);
+}
+
+void Transformer::check_batch(const ForwardBatch& batch, const KvCache& kv) const {
+  const size_t n = batch.size();
+  if (batch.positions.size() != n || batch.sequence.size() != n || batch.want_logits.size() != n)
+    fail("forward batch has {} tokens but {} positions, {} sequence ids, {} logit flags", n, batch.positions.size(),
+         batch.sequence.size(), batch.want_logits.size());
+  if (kv.kv_dim() != config_.kv_dim()) fail("KV cache of width {} does not fit the model's {}", kv.kv_dim(), config_.kv_dim());
+  for (size_t r = 0; r < n; ++r) {
+    if (batch.tokens[r] < 0 || batch.tokens[r] >= config_.vocab_size)
+      fail("token id {} is outside the vocabulary of {}", batch.tokens[r], config_.vocab_size);
+    if (batch.sequence[r] < 0 || static_cast<size_t>(batch.sequence[r]) >= batch.sequences.size())
+      fail("batch row {} names sequence {} of {}", r, batch.sequence[r], batch.sequences.size());
+    const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
+    const int64_t pos = batch.positions[r];
+    if (pos < 0 || pos / kv.block_tokens() >= seq.n_blocks)
+      fail("position {} is outside the {} KV blocks of its sequence", pos, seq.n_blocks);
+    // Attention reads every block up to the row's position.
+    for (int64_t b = 0; b <= pos / kv.block_tokens(); ++b)
+      if (seq.block_table[b] < 0 || seq.block_table[b] >= kv.n_blocks())
+        fail("KV block id {} is outside the cache of {} blocks", seq.block_table[b], kv.n_blocks());
+  }
+}
+
+void Transformer::grow_scratch(int64_t rows) {
+  if (rows <= scratch_rows_) return;
+  const ModelConfig& c = config_;
+  x_.resize(rows * c.dim);
+  xn_.resize(rows * c.dim);
+  proj_.resize(rows * c.dim);
+  q_.resize(rows * c.q_dim());
+  att_.resize(rows * c.q_dim());
+  k_.resize(rows * c.kv_dim());
+  v_.resize(rows * c.kv_dim());
+  gate_.resize(rows * c.ffn_dim);
+  up_.resize(rows * c.ffn_dim);
+  rope_cos_.resize(rows * c.rope_dims / 2);
+  rope_sin_.resize(rows * c.rope_dims / 2);
+  scratch_rows_ = rows;
+}
+
+void Transformer::forward(const ForwardBatch& batch, KvCache& kv, float* logits, ThreadPool& pool) {
+  check_batch(batch, kv);
+  const int64_t rows = static_cast<int64_t>(batch.size());
+  if (rows == 0) return;
+  grow_scratch(rows);
+  embed(batch, pool);
+  const int64_t half = config_.rope_dims / 2;
+  for (int64_t r = 0; r < rows; ++r)
+    rope_angles(batch.positions[r], config_.rope_base, config_.rope_dims, &rope_cos_[r * half], &rope_sin_[r * half]);
+  for (int64_t layer = 0; layer < config_.n_layers; ++layer) {
+    attention_block(layer, batch, kv, pool);
+    feed_forward_block(layer, rows, pool);
+  }
+  output_head(batch, logits, pool);
+}
+
+void Transformer::embed(const ForwardBatch& batch, ThreadPool& pool) {
+  const WeightMatrix& e = weights_.token_embd;
+  for_rows(pool, static_cast<int64_t>(batch.size()), config_.dim, [&](int64_t r) {
+    dequantize_row(e.type, e.data + e.row_bytes * batch.tokens[r], &x_[r * config_.dim], config_.dim);
+  });
+}
+
+void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCache& kv, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  const int64_t rows = static_cast<int64_t>(batch.size());
+  const int64_t half = c.rope_dims / 2;
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.attn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  matmul(w.wq, xn_.data(), rows, q_.data(), pool);
+  matmul(w.wk, xn_.data(), rows, k_.data(), pool);
+  matmul(w.wv, xn_.data(), rows, v_.data(), pool);
+  const int64_t bt = kv.block_tokens();
+  for_rows(pool, rows, c.q_dim() + 2 * c.kv_dim(), [&](int64_t r) {
+    float* q = &q_[r * c.q_dim()];
+    float* k = &k_[r * c.kv_dim()];
+    float* v = &v_[r * c.kv_dim()];
+    if (c.qkv_bias) {
+      add_in_place(q, w.bq.data(), c.q_dim());
+      add_in_place(k, w.bk.data(), c.kv_dim());
+      add_in_place(v, w.bv.data(), c.kv_dim());
+    }
+    apply_rope(q, c.n_heads, c.head_dim, c.rope_dims, c.rope_style, &rope_cos_[r * half], &rope_sin_[r * half]);
+    apply_rope(k, c.n_kv_heads, c.head_dim, c.rope_dims, c.rope_style, &rope_cos_[r * half], &rope_sin_[r * half]);
+    const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
+    const int64_t pos = batch.positions[r];
+    const int32_t block = seq.block_table[pos / bt];
+    std::copy(k, k + c.kv_dim(), kv.keys(layer, block) + (pos % bt) * c.kv_dim());
+    std::copy(v, v + c.kv_dim(), kv.values(layer, block) + (pos % bt) * c.kv_dim());
+  });
+  attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
+  matmul(w.wo, att_.data(), rows, proj_.data(), pool);
+  add_in_place(x_.data(), proj_.data(), rows * c.dim);
+}
+
+void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.ffn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  matmul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
+  matmul(w.w_up, xn_.data(), rows, up_.data(), pool);
+  for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim); });
+  matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
+  add_in_place(x_.data(), proj_.data(), rows * c.dim);
+}
+
+void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPool& pool) {
+  const int64_t dim = config_.dim;
+  // Only rows that want logits go through the (large) output matrix.
+  int64_t n = 0;
+  for (size_t r = 0; r < batch.size(); ++r)
+    if (batch.want_logits[r]) {
+      rms_norm(&x_[r * dim], weights_.output_norm.data(), &xn_[n * dim], dim, config_.rms_eps);
+      ++n;
+    }
+  if (n > 0) matmul(weights_.output, xn_.data(), n, logits, pool);
+}
+
+}  // namespace tps

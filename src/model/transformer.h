@@ -1,0 +1,46 @@
+#pragma once
+// The CPU forward pass of a llama-family decoder (llama, qwen2): the Model the engine
+// runs. Rows of a batch go through each weight matrix together, so prefill reads every
+// weight once per step, and decode rows of many sequences share that read.
+#include <memory>
+#include <vector>
+
+#include "model/model.h"
+#include "model/model_weights.h"
+
+namespace tps {
+
+class Transformer final : public Model {
+ public:
+  Transformer(std::unique_ptr<GgufFile> file, ModelConfig config, ModelWeights weights,
+              std::unique_ptr<Tokenizer> tokenizer);
+
+  const ModelConfig& config() const override { return config_; }
+  const Tokenizer& tokenizer() const override { return *tokenizer_; }
+  const GgufFile& gguf() const override { return *file_; }
+  size_t weight_bytes() const override { return weight_bytes_; }
+  void forward(const ForwardBatch& batch, KvCache& kv, float* logits, ThreadPool& pool) override;
+
+ private:
+  // Throws tps::Error for token ids, positions or block ids the batch cannot use.
+  void check_batch(const ForwardBatch& batch, const KvCache& kv) const;
+  void grow_scratch(int64_t rows);
+  void embed(const ForwardBatch& batch, ThreadPool& pool);
+  void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& kv, ThreadPool& pool);
+  void feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool);
+  void output_head(const ForwardBatch& batch, float* logits, ThreadPool& pool);
+
+  std::unique_ptr<GgufFile> file_;
+  ModelConfig config_;
+  ModelWeights weights_;
+  std::unique_ptr<Tokenizer> tokenizer_;
+  size_t weight_bytes_ = 0;
+
+  // Scratch activations, [rows][width] each, grown on demand and reused across calls.
+  int64_t scratch_rows_ = 0;
+  std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
+  std::vector<float> rope_cos_, rope_sin_;  // [rows][rope_dims / 2]
+  std::vector<float> attention_scratch_;
+};
+
+}  // namespace tps

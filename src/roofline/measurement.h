@@ -1,0 +1,43 @@
+#pragma once
+// Measured runs against the roofline: predicted tokens/s of a bench row, its bandwidth and
+// compute utilization (MBU, MFU), the bound that limited it, and the efficiency fractions
+// fitted to a set of runs (--calibrate).
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "roofline/bench_results.h"
+#include "roofline/estimator.h"
+
+namespace tps {
+
+// The device rows ran on: a probe profile (roofs depend on the row's thread count) or a
+// database entry.
+struct HardwareSource {
+  std::optional<HardwareProfile> profile;
+  std::optional<Hardware> fixed;
+  Hardware for_threads(int threads) const;  // throws tps::Error when neither is set
+};
+
+Estimator estimator_for_row(const BenchRow& row, const Hardware& hw, const Efficiency& eff);
+double predict_tokens_per_s(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff);
+
+struct RowAnalysis {
+  double predicted_tokens_per_s = 0;
+  double achieved_bytes_per_s = 0;
+  double achieved_flops_per_s = 0;
+  double peak_bytes_per_s = 0;
+  double peak_flops_per_s = 0;   // on the weights' compute path
+  std::string compute_path;
+  double mbu = 0;                // model bandwidth utilization
+  double mfu = 0;                // model FLOPs utilization
+  std::string bound;             // "memory", "compute" or "overhead" (under 10 % of both roofs)
+  std::string predicted_bound;   // what the roofline expects to dominate
+};
+RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff);
+
+// Fits the bandwidth fraction, the per-layer latency and a compute fraction per compute
+// path to minimize the squared log error of predicted against measured tokens/s.
+Efficiency calibrate(const std::vector<BenchRow>& rows, const HardwareSource& hw, const Efficiency& start);
+
+}  // namespace tps

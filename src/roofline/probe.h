@@ -1,0 +1,65 @@
+#pragma once
+// `tps probe`: measures this machine's roofs (streaming read bandwidth by buffer size and
+// thread count, peak multiply-accumulate rate of each compute path) and records them in a
+// hardware profile (JSON schema in docs/profile-format.md).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "roofline/cpu_info.h"
+
+namespace tps {
+
+struct BandwidthSample {
+  int64_t bytes = 0;   // buffer size
+  int threads = 0;
+  double gbps = 0;     // 1e9 bytes/s, best of the repetitions
+};
+
+struct ThreadOps {
+  int threads = 0;
+  double ops_per_s = 0;
+};
+
+struct ComputePeak {
+  std::string path;    // "f32", "bf16", "int8", "amx_int8", "amx_bf16"
+  std::string isa;     // instructions timed, empty when not measured
+  std::string status;  // "measured", "absent" (CPU lacks it), "unavailable" (OS refused)
+  std::vector<ThreadOps> by_threads;
+  double ops_per_s(int threads) const;  // at the closest measured thread count <= threads
+};
+
+struct HardwareProfile {
+  std::string created;  // ISO 8601 UTC
+  bool quick = false;
+  CpuInfo cpu;
+  int threads = 0;            // the largest thread count measured
+  double dram_read_gbps = 0;  // largest buffer, all threads
+  std::vector<BandwidthSample> bandwidth;
+  std::vector<ComputePeak> peaks;
+
+  // Read bandwidth for a working set of `bytes` on `threads` threads: the sample of the
+  // smallest buffer that holds it (caches help small models), else the largest buffer.
+  double bandwidth_gbps(int64_t bytes, int threads) const;
+  const ComputePeak* peak(const std::string& path) const;  // nullptr when not listed
+};
+
+struct ProbeOptions {
+  bool quick = false;
+  int threads = 0;                    // 0: every CPU this process may use
+  std::vector<int64_t> sizes;         // buffer sizes; empty: the defaults for quick/full
+  int repetitions = 0;                // best of N; 0: the default
+  double compute_seconds = 0;         // time per compute measurement; 0: the default
+  int64_t min_bytes_per_rep = 0;      // bytes read per bandwidth measurement; 0: default
+};
+
+HardwareProfile run_probe(const ProbeOptions& options);
+
+nlohmann::json profile_to_json(const HardwareProfile& profile);
+// Throws tps::Error naming the missing or malformed field.
+HardwareProfile profile_from_json(const nlohmann::json& j);
+HardwareProfile load_profile(const std::string& path);
+
+}  // namespace tps

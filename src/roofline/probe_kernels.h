@@ -1,0 +1,33 @@
+#pragma once
+// The loops `tps probe` times, one set per instruction set (probe_kernels_avx2.cpp,
+// probe_kernels_avx512.cpp, probe_kernels_amx.cpp are compiled with their ISA flags; the
+// probe calls only those the CPU supports).
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace tps {
+
+// Reads bytes [p, p + n) with the widest loads of the ISA; n is a multiple of 256 and p is
+// 64-byte aligned. The returned value depends on every byte so the loads stay.
+using ReadKernel = uint64_t (*)(const uint8_t* p, size_t n);
+
+// A multiply-accumulate loop on registers only (no memory traffic): the compute roof of
+// one path. run(iterations) returns a value that depends on the work done.
+struct ComputeKernel {
+  const char* path;           // "f32", "bf16", "int8", "amx_int8", "amx_bf16"
+  const char* isa;            // the instructions, e.g. "avx512 vfmadd231ps"
+  double ops_per_iteration;   // a multiply-add counts as 2 ops
+  double (*run)(int64_t iterations);
+};
+
+uint64_t read_kernel_scalar(const uint8_t* p, size_t n);
+uint64_t read_kernel_avx2(const uint8_t* p, size_t n);
+uint64_t read_kernel_avx512(const uint8_t* p, size_t n);
+
+std::vector<ComputeKernel> compute_kernels_scalar();
+std::vector<ComputeKernel> compute_kernels_avx2();      // f32 FMA, int8 vpmaddubsw
+std::vector<ComputeKernel> compute_kernels_avx512();    // f32 FMA (+ bf16, int8 VNNI)
+std::vector<ComputeKernel> compute_kernels_amx();       // needs the OS to grant tile state
+
+}  // namespace tps

@@ -1,0 +1,85 @@
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "roofline/probe_kernels.h"
+
+namespace tps {
+
+namespace {
+
+// Horizontal sums through memory: gcc 12's _mm512_reduce_* warn spuriously (-Wuninitialized).
+template <typename T, typename V>
+T lane_sum(V v) {
+  alignas(64) T lanes[64 / sizeof(T)];
+  std::memcpy(lanes, &v, 64);
+  T s = 0;
+  for (T x : lanes) s += x;
+  return s;
+}
+
+}  // namespace
+
+uint64_t read_kernel_avx512(const uint8_t* p, size_t n) {
+  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t i = 0; i < n; i += 256) {
+    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
+    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
+    a2 = _mm512_add_epi64(a2, _mm512_load_si512(p + i + 128));
+    a3 = _mm512_add_epi64(a3, _mm512_load_si512(p + i + 192));
+  }
+  return lane_sum<uint64_t>(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+}
+
+namespace {
+
+// 12 independent chains cover the FMA latency (4 cycles) times two pipes with room to spare.
+constexpr int kChains = 12;
+
+double f32_fma(int64_t iterations) {
+  __m512 acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
+  // acc -> acc * x + y converges to y / (1 - x) = 0.1: values stay normal, no denormal stalls.
+  const __m512 x = _mm512_set1_ps(0.999f), y = _mm512_set1_ps(1e-4f);
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_fmadd_ps(acc[j], x, y);
+  __m512 s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
+  return lane_sum<float>(s);
+}
+
+double bf16_dot(int64_t iterations) {
+  __m512 acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
+  const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
+  const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(3e-3f), _mm512_set1_ps(1e-3f));
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
+  __m512 s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
+  return lane_sum<float>(s);
+}
+
+double int8_vnni(int64_t iterations) {
+  __m512i acc[kChains];
+  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_epi32(j);
+  const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
+  for (int64_t i = 0; i < iterations; ++i)
+    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
+  __m512i s = acc[0];
+  for (int j = 1; j < kChains; ++j) s = _mm512_add_epi32(s, acc[j]);
+  return lane_sum<int32_t>(s);
+}
+
+}  // namespace
+
+std::vector<ComputeKernel> compute_kernels_avx512() {
+  std::vector<ComputeKernel> k = {{"f32", "avx512 vfmadd231ps", kChains * 16 * 2.0, f32_fma}};
+  if (__builtin_cpu_supports("avx512bf16"))
+    k.push_back({"bf16", "avx512_bf16 vdpbf16ps", kChains * 32 * 2.0, bf16_dot});
+  if (__builtin_cpu_supports("avx512vnni"))
+    k.push_back({"int8", "avx512_vnni vpdpbusd", kChains * 64 * 2.0, int8_vnni});
+  return k;
+}
+
+}  // namespace tps

@@ -1,0 +1,143 @@
+// The forward pass's batching contract: a prompt run as one batch gives the same logits
+// as token by token; sequences sharing a batch do not see each other; block tables
+// may place a sequence's positions in any blocks.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "model/model.h"
+#include "test_fixtures.h"
+
+namespace tps {
+
+namespace {
+
+const std::vector<int32_t> kPrompt = {1, 403, 407, 261, 378, 300, 289, 270, 411, 290, 263, 372, 281, 355, 330, 267, 290, 325, 294};
+
+// Relative RMS difference of two logit vectors.
+double rel_diff(const float* a, const float* b, int64_t n) {
+  double err = 0, norm = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    err += (a[i] - b[i]) * (a[i] - b[i]);
+    norm += b[i] * b[i];
+  }
+  return std::sqrt(err / norm);
+}
+
+// Logits after each token of `tokens`, run one token per forward call.
+std::vector<float> step_by_step(Model& m, const std::vector<int32_t>& tokens, ThreadPool& pool) {
+  const int64_t vocab = m.config().vocab_size;
+  KvCache kv(m.config(), 4, 8);
+  std::vector<int32_t> table = {0, 1, 2, 3};
+  std::vector<float> out(tokens.size() * vocab);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    ForwardBatch b;
+    b.sequences.push_back({table.data(), 4});
+    b.add(tokens[i], static_cast<int32_t>(i), 0, true);
+    m.forward(b, kv, &out[i * vocab], pool);
+  }
+  return out;
+}
+
+class Forward : public ::testing::TestWithParam<const char*> {};
+
+}  // namespace
+
+TEST_P(Forward, OneBatchEqualsTokenByToken) {
+  TPS_REQUIRE_FIXTURE(path, GetParam());
+  auto m = Model::load(path);
+  ThreadPool serial(1), pool(2);  // the batch on two threads, the reference on one
+  const int64_t vocab = m->config().vocab_size;
+  std::vector<float> expected = step_by_step(*m, kPrompt, serial);
+
+  KvCache kv(m->config(), 4, 8);
+  std::vector<int32_t> table = {3, 1, 0, 2};  // any blocks, in position order
+  ForwardBatch b;
+  b.sequences.push_back({table.data(), 4});
+  for (size_t i = 0; i < kPrompt.size(); ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, true);
+  std::vector<float> got(kPrompt.size() * vocab);
+  m->forward(b, kv, got.data(), pool);
+  for (size_t i = 0; i < kPrompt.size(); ++i)
+    EXPECT_LT(rel_diff(&got[i * vocab], &expected[i * vocab], vocab), 1e-4) << "row " << i;
+}
+
+TEST_P(Forward, SequencesInOneBatchAreIndependent) {
+  TPS_REQUIRE_FIXTURE(path, GetParam());
+  auto m = Model::load(path);
+  ThreadPool pool(1);
+  const int64_t vocab = m->config().vocab_size;
+  std::vector<int32_t> other = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309};
+  std::vector<float> expected_a = step_by_step(*m, kPrompt, pool);
+  std::vector<float> expected_b = step_by_step(*m, other, pool);
+
+  // Sequence a prefills all but its last token while b prefills its start; then both
+  // finish in one batch with interleaved rows, logits only where asked.
+  KvCache kv(m->config(), 8, 8);
+  std::vector<int32_t> table_a = {5, 2, 7}, table_b = {0, 6};
+  ForwardBatch b;
+  b.sequences = {{table_a.data(), 3}, {table_b.data(), 2}};
+  const size_t a_split = kPrompt.size() - 1, b_split = 6;
+  for (size_t i = 0; i < a_split; ++i) b.add(kPrompt[i], static_cast<int32_t>(i), 0, false);
+  for (size_t i = 0; i < b_split; ++i) b.add(other[i], static_cast<int32_t>(i), 1, false);
+  std::vector<float> none;
+  m->forward(b, kv, none.data(), pool);
+
+  ForwardBatch step;
+  step.sequences = b.sequences;
+  step.add(other[b_split], static_cast<int32_t>(b_split), 1, true);
+  step.add(kPrompt[a_split], static_cast<int32_t>(a_split), 0, true);
+  for (size_t i = b_split + 1; i < other.size(); ++i) step.add(other[i], static_cast<int32_t>(i), 1, i + 1 == other.size());
+  std::vector<float> got(3 * vocab);
+  m->forward(step, kv, got.data(), pool);
+  EXPECT_LT(rel_diff(&got[0], &expected_b[b_split * vocab], vocab), 1e-4);
+  EXPECT_LT(rel_diff(&got[vocab], &expected_a[a_split * vocab], vocab), 1e-4);
+  EXPECT_LT(rel_diff(&got[2 * vocab], &expected_b[(other.size() - 1) * vocab], vocab), 1e-4);
+}
+
+TEST_P(Forward, RefusesRowsOutsideTheVocabularyOrTheBlocks) {
+  TPS_REQUIRE_FIXTURE(path, GetParam());
+  auto m = Model::load(path);
+  ThreadPool pool(1);
+  KvCache kv(m->config(), 2, 8);
+  std::vector<int32_t> table = {0, 1};
+  std::vector<float> logits(m->config().vocab_size);
+  ForwardBatch b;
+  b.sequences.push_back({table.data(), 2});
+  b.add(static_cast<int32_t>(m->config().vocab_size), 0, 0, true);
+  EXPECT_THROW(m->forward(b, kv, logits.data(), pool), Error);
+  b.tokens[0] = 1;
+  b.positions[0] = 16;  // past two blocks of 8
+  EXPECT_THROW(m->forward(b, kv, logits.data(), pool), Error);
+  table[0] = 9;  // no such block
+  b.positions[0] = 0;
+  EXPECT_THROW(m->forward(b, kv, logits.data(), pool), Error);
+}
+
+INSTANTIATE_TEST_SUITE_P(Models, Forward,
+                         ::testing::Values("models/stories260K.gguf", "models/synthetic/qwen2ish-f32.gguf"),
+                         [](const auto& info) { return info.index == 0 ? std::string("llama") : std::string("qwen2"); });
+
+TEST(KvCache, CopyBlockCopiesEveryLayer) {
+  ModelConfig c;
+  c.n_layers = 2;
+  c.n_heads = c.n_kv_heads = 1;
+  c.head_dim = 2;
+  KvCache kv(c, 3, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int i = 0; i < 4; ++i) {
+      kv.keys(layer, 1)[i] = static_cast<float>(10 * layer + i);
+      kv.values(layer, 1)[i] = static_cast<float>(-10 * layer - i);
+    }
+  kv.copy_block(1, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int i = 0; i < 4; ++i) {
+      EXPECT_EQ(kv.keys(layer, 2)[i], 10 * layer + i);
+      EXPECT_EQ(kv.values(layer, 2)[i], -10 * layer - i);
+      EXPECT_EQ(kv.keys(layer, 0)[i], 0);
+    }
+}
+
+}  // namespace tps

@@ -1,0 +1,124 @@
+#include "roofline/estimator.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+
+namespace tps {
+
+namespace {
+
+// Roofs at their peaks, no fixed costs: the pure roofline.
+Efficiency ideal() {
+  Efficiency e;
+  e.bandwidth = 1;
+  e.compute = 1;
+  e.layer_latency = 0;
+  e.memory_usable = 1;
+  return e;
+}
+
+Hardware two_tb_part() {
+  Hardware h;
+  h.id = "test-2tbs";
+  h.kind = "gpu";
+  h.memory_bytes = 80e9;
+  h.bandwidth = 2e12;
+  h.peaks = {{"f16", 1e18}, {"f32", 1e18}};
+  return h;
+}
+
+}  // namespace
+
+TEST(Estimator, DecodeBoundOf7BFp16OnA2TBsPart) {
+  // Llama-2-7B: 6,738,415,616 parameters, less the embedding table (32000 x 4096, not read
+  // per token) and the norms (kept f32): 6,607,077,376 matrix weights x 2 bytes
+  // + 266,240 norm values x 4 bytes = 13,215,219,712 bytes per token -> 151.34 tokens/s.
+  Estimator est(find_roofline_preset("llama-2-7b"), two_tb_part(), make_deployment("f16", "f16", 1, 1), ideal());
+  PassCost c = est.decode_cost(1, 0);
+  EXPECT_DOUBLE_EQ(c.bytes(), 13215219712.0 + 524288.0);  // + the new token's K and V
+  EXPECT_NEAR(1 / est.decode_step_seconds(1, 0), 151.34, 0.01);
+  EXPECT_EQ(est.time(c).bound, "memory");
+}
+
+TEST(Estimator, DecodeCrossoverBatchOfH100InBf16) {
+  // Ridge point 989.5e12 / 3.35e12 = 295.4 FLOP/byte; a bf16 weight gives 2 FLOP per 2 bytes
+  // per sequence in the batch, so decode turns compute-bound at a batch of about 296.
+  Estimator est(find_roofline_preset("llama-3-8b"), find_hardware("h100-sxm"), make_deployment("bf16", "f16", 1, 1),
+                ideal());
+  auto b = est.crossover_batch(0);
+  ASSERT_TRUE(b.has_value());
+  EXPECT_NEAR(static_cast<double>(*b), 296, 2);
+  // At long context the KV traffic grows with the batch as fast as compute: no crossover.
+  EXPECT_FALSE(est.crossover_batch(32768).has_value());
+}
+
+TEST(Estimator, SpeculativeSpeedupFollowsLeviathan) {
+  // E = (1 - a^(k+1)) / (1 - a); speedup = E / (k c + 1).
+  EXPECT_NEAR(speculative_tokens_per_step(0.8, 4), 3.3616, 1e-9);
+  EXPECT_NEAR(speculative_speedup(0.8, 4, 0.05), 3.3616 / 1.2, 1e-9);
+  EXPECT_NEAR(speculative_speedup(0.6, 2, 0.1), 1.96 / 1.2, 1e-9);
+  EXPECT_NEAR(speculative_speedup(0.9, 8, 0.02), 6.12579511 / 1.16, 1e-8);
+  EXPECT_NEAR(speculative_speedup(0.0, 3, 0.1), 1 / 1.3, 1e-12);  // nothing accepted: pure cost
+  EXPECT_NEAR(speculative_speedup(1.0, 5, 0.0), 6.0, 1e-12);       // everything accepted
+}
+
+TEST(Estimator, MaxBatchAndMemory) {
+  // 80 GB x 0.9 usable - 16.06 GB of bf16 Llama-3-8B, at 131,072 bytes per token x 8192 tokens.
+  Efficiency e;
+  Estimator est(find_roofline_preset("llama-3-8b"), find_hardware("h100-sxm"), make_deployment("bf16", "f16", 1, 1), e);
+  double expect = std::floor((80e9 * 0.9 - est.weight_bytes()) / (131072.0 * 8192));
+  EXPECT_EQ(est.max_batch(8192), static_cast<int64_t>(expect));
+  EXPECT_EQ(est.max_batch(8192), 52);
+  // Q8_0 KV stores 34 bytes per 32 values: more sequences fit.
+  Estimator q8(find_roofline_preset("llama-3-8b"), find_hardware("h100-sxm"), make_deployment("bf16", "q8_0", 1, 1), e);
+  EXPECT_DOUBLE_EQ(q8.kv_bytes_per_token(), 65536 * 34.0 / 32);
+  EXPECT_GT(q8.max_batch(8192), est.max_batch(8192));
+  // 70B in bf16 does not fit one 80 GB device.
+  Estimator big(find_roofline_preset("llama-3-70b"), find_hardware("h100-sxm"), make_deployment("bf16", "f16", 1, 1), e);
+  EXPECT_EQ(big.max_batch(8192), 0);
+}
+
+TEST(Estimator, TensorParallelAllreduceIsARing) {
+  Efficiency e = ideal();
+  Hardware hw = find_hardware("h100-sxm");
+  Estimator est(find_roofline_preset("llama-3-8b"), hw, make_deployment("bf16", "f16", 8, 4), e);
+  // Per layer two allreduces of 4096 x 2 bytes per token over 4 ranks:
+  // 2 (p-1)/p S / B + 2 (p-1) latency each.
+  double s = 4096 * 2.0;
+  double one = 2.0 * 3 / 4 * s / hw.link_bandwidth + 2.0 * 3 * hw.link_latency;
+  EXPECT_NEAR(est.allreduce_seconds(1), 2 * 32 * one, 1e-12);
+  EXPECT_EQ(est.replicas(), 2);
+  EXPECT_DOUBLE_EQ(est.weight_bytes_per_device(), est.weight_bytes() / 4);
+  EXPECT_THROW(Estimator(find_roofline_preset("llama-3-8b"), find_hardware("m2-max"),
+                         make_deployment("f16", "f16", 2, 2), e),
+               Error);  // no device link
+  EXPECT_THROW(make_deployment("f16", "f16", 3, 2), Error);
+}
+
+TEST(Estimator, MoeDecodeReadsActiveExpertsAtBatchOneAndAllAtLargeBatch) {
+  Efficiency e = ideal();
+  RooflineModel m = find_roofline_preset("mixtral-8x7b");
+  Estimator est(m, find_hardware("h100-sxm"), make_deployment("bf16", "f16", 1, 1), e);
+  double expert_bytes = m.expert_params() * 2.0 * m.n_moe_layers();
+  double router_bytes = m.router_params() * 2.0 * m.n_moe_layers();
+  EXPECT_NEAR(est.decode_cost(1, 0).mlp.bytes, 2 * expert_bytes + router_bytes, 1);
+  EXPECT_NEAR(est.decode_cost(4096, 0).mlp.bytes, 8 * expert_bytes + router_bytes, 1e3);
+}
+
+TEST(Estimator, WeightFormatsSetBytesAndComputePath) {
+  Efficiency e;
+  Hardware hw = find_hardware("h100-sxm");
+  RooflineModel m = find_roofline_preset("tinyllama-1.1b");
+  Estimator q4(m, hw, make_deployment("q4_0", "f16", 1, 1), e);
+  Estimator f16(m, hw, make_deployment("f16", "f16", 1, 1), e);
+  EXPECT_EQ(q4.weight_path(), "int8");
+  EXPECT_EQ(f16.weight_path(), "f16");
+  EXPECT_NEAR(q4.weight_bytes() / f16.weight_bytes(), 4.5 / 16, 1e-3);
+  // Apple GPUs have no int8 entry: quantized weights fall back to f16 units.
+  Estimator apple(m, find_hardware("m2-max"), make_deployment("q4_0", "f16", 1, 1), e);
+  EXPECT_EQ(apple.weight_path(), "f16");
+  EXPECT_THROW(find_hardware("no-such-gpu"), Error);
+}
+
+}  // namespace tps

@@ -1,0 +1,76 @@
+#include "roofline/probe.h"
+
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "roofline/hardware.h"
+
+namespace tps {
+
+namespace {
+
+HardwareProfile tiny_probe() {
+  ProbeOptions o;
+  o.threads = 2;
+  o.sizes = {256 * 1024, 1024 * 1024};
+  o.repetitions = 1;
+  o.compute_seconds = 0.002;
+  o.min_bytes_per_rep = 1024 * 1024;
+  return run_probe(o);
+}
+
+}  // namespace
+
+TEST(Probe, TinyProbeFillsEveryField) {
+  HardwareProfile p = tiny_probe();
+  EXPECT_FALSE(p.cpu.model.empty());
+  EXPECT_GT(p.cpu.logical_cpus, 0);
+  EXPECT_GT(p.cpu.memory_bytes, 0);
+  EXPECT_EQ(p.threads, 2);
+  EXPECT_GT(p.dram_read_gbps, 0);
+  ASSERT_EQ(p.bandwidth.size(), 4u);  // 2 sizes x thread counts 1, 2
+  for (const auto& b : p.bandwidth) EXPECT_GT(b.gbps, 0);
+  const ComputePeak* f32 = p.peak("f32");
+  ASSERT_NE(f32, nullptr);
+  EXPECT_EQ(f32->status, "measured");
+  for (const auto& t : f32->by_threads) EXPECT_GT(t.ops_per_s, 0);
+  for (const char* path : {"bf16", "int8", "amx_int8", "amx_bf16"}) {
+    const ComputePeak* pk = p.peak(path);
+    ASSERT_NE(pk, nullptr) << path;
+    EXPECT_TRUE(pk->status == "measured" || pk->status == "absent" || pk->status == "unavailable") << path;
+    if (pk->status == "measured") EXPECT_GT(pk->ops_per_s(2), 0) << path;
+  }
+}
+
+TEST(Probe, JsonFollowsTheSchemaAndRoundTrips) {
+  HardwareProfile p = tiny_probe();
+  nlohmann::json j = profile_to_json(p);
+  EXPECT_EQ(j["schema"], "tps.profile/1");
+  for (const char* k : {"created", "cpu", "caches", "memory_bytes", "threads", "dram_read_gbps", "bandwidth", "peaks"})
+    EXPECT_TRUE(j.contains(k)) << k;
+  EXPECT_GT(j["cpu"]["logical_cpus"].get<int>(), 0);
+  EXPECT_GT(j["peaks"]["f32"]["ops_per_s"].get<double>(), 0);
+  HardwareProfile back = profile_from_json(j);
+  EXPECT_EQ(back.bandwidth.size(), p.bandwidth.size());
+  EXPECT_DOUBLE_EQ(back.dram_read_gbps, p.dram_read_gbps);
+  Hardware hw = hardware_from_profile(back, 1);
+  EXPECT_GT(hw.bandwidth, 0);
+  EXPECT_GT(hw.peaks.at("f32"), 0);
+  EXPECT_EQ(hw.kind, "probe");
+  // Working sets that fit a smaller buffer get that buffer's bandwidth.
+  EXPECT_DOUBLE_EQ(hw.bandwidth_for(100), back.bandwidth_gbps(256 * 1024, 1) * 1e9);
+}
+
+TEST(Probe, RejectsMalformedProfiles) {
+  EXPECT_THROW(profile_from_json(nlohmann::json::parse(R"({"schema": "other/1"})")), Error);
+  EXPECT_THROW(profile_from_json(nlohmann::json::parse(R"({"schema": "tps.profile/1"})")), Error);
+  nlohmann::json j = profile_to_json(tiny_probe());
+  j["dram_read_gbps"] = "fast";
+  EXPECT_THROW(profile_from_json(j), Error);
+  EXPECT_THROW(load_profile("/nonexistent/profile.json"), Error);
+  ProbeOptions o;
+  o.sizes = {16};
+  EXPECT_THROW(run_probe(o), Error);
+}
+
+}  // namespace tps
