@@ -334,7 +334,9 @@ void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Re
         bool ok = true;
         if (!text.empty() || !lps.empty()) {
           json lp = lps.empty() ? json(nullptr) : logprobs_json(g->meta.endpoint, lps);
-          ok = send(sse_event(stream_chunk(g->meta, text, FinishReason::kNone, lp)));
+          json chunk = stream_chunk(g->meta, text, FinishReason::kNone, lp);
+          if (g->api.continuous_usage) chunk["usage"] = usage_json(g->usage());
+          ok = send(sse_event(chunk));
         } else if (!g->done()) {
           if (now_seconds() >= g->deadline) {
             g->stream->cancel();
@@ -356,6 +358,7 @@ void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Re
         if (g->done()) {
           json last = stream_chunk(g->meta, "", g->reason, nullptr);
           last["timings"] = timings_json(g->times(), g->usage());
+          if (g->api.continuous_usage) last["usage"] = usage_json(g->usage());
           send(sse_event(last));
           if (g->api.include_usage) send(sse_event(usage_chunk(g->meta, g->usage())));
           send(sse_done());

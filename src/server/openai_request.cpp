@@ -204,8 +204,13 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
       if (v.is_null()) continue;
       if (!v.is_object()) bad(key, fmt::format("'stream_options' must be an object, got {}", json_type(v)));
       for (const auto& [k2, v2] : v.items()) {
-        if (k2 != "include_usage") bad("stream_options." + k2, fmt::format("unknown field 'stream_options.{}'", k2));
-        r.include_usage = get_bool(v2, "stream_options.include_usage");
+        if (k2 == "include_usage") {
+          r.include_usage = get_bool(v2, "stream_options.include_usage");
+        } else if (k2 == "continuous_usage_stats") {
+          r.continuous_usage = get_bool(v2, "stream_options.continuous_usage_stats");
+        } else {
+          bad("stream_options." + k2, fmt::format("unknown field 'stream_options.{}'", k2));
+        }
       }
     } else if (!is_harmless(key, v)) {
       bad(key, fmt::format("unknown or unsupported field '{}'", key));
@@ -219,7 +224,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
   } else if (r.prompt_text.empty() && r.prompt_tokens.empty()) {
     bad("prompt", "'prompt' is required");
   }
-  if (r.include_usage && !r.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");
+  if ((r.include_usage || r.continuous_usage) && !r.stream) bad("stream_options", "'stream_options' is only allowed with 'stream': true");
   return r;
 }
 

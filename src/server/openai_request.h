@@ -42,7 +42,8 @@ struct ApiRequest {
   int32_t top_logprobs = -1;              // -1: none
   bool ignore_eos = false;
   bool stream = false;
-  bool include_usage = false;
+  bool include_usage = false;     // a last chunk with the usage
+  bool continuous_usage = false;  // usage so far in every chunk (vLLM's continuous_usage_stats)
 };
 
 // Throws ApiError (400) for malformed JSON, wrong types, unknown or unsupported fields

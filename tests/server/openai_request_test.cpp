@@ -21,7 +21,8 @@ TEST(OpenAiRequest, ParsesACompletion) {
                                    R"({"model":"m","prompt":"Once","max_tokens":8,"temperature":0,"top_p":0.5,
                                        "top_k":3,"min_p":0.1,"seed":7,"stop":["a","b"],"presence_penalty":0.5,
                                        "frequency_penalty":-1,"repetition_penalty":1.1,"logprobs":2,"n":1,
-                                       "ignore_eos":true,"stream":true,"stream_options":{"include_usage":true},
+                                       "ignore_eos":true,"stream":true,
+                                       "stream_options":{"include_usage":true,"continuous_usage_stats":true},
                                        "user":"x","echo":false})",
                                    kLimits);
   EXPECT_EQ(r.prompt_text, "Once");
@@ -33,7 +34,7 @@ TEST(OpenAiRequest, ParsesACompletion) {
   EXPECT_EQ(r.stop, (std::vector<std::string>{"a", "b"}));
   EXPECT_FLOAT_EQ(r.sampling.repeat_penalty, 1.1f);
   EXPECT_EQ(r.top_logprobs, 2);
-  EXPECT_TRUE(r.ignore_eos && r.stream && r.include_usage);
+  EXPECT_TRUE(r.ignore_eos && r.stream && r.include_usage && r.continuous_usage);
 }
 
 TEST(OpenAiRequest, ParsesTokenPromptsAndChat) {
@@ -85,6 +86,7 @@ TEST(OpenAiRequest, RejectsBadInputNamingTheField) {
       {Endpoint::kCompletions, R"({"prompt":"a","stream":"yes"})", "stream"},
       {Endpoint::kCompletions, R"({"prompt":"a","stream_options":{"include_usage":true}})", "stream_options"},
       {Endpoint::kCompletions, R"({"prompt":"a","max_token":5})", "max_token"},
+      {Endpoint::kCompletions, R"({"prompt":"a","stream":true,"stream_options":{"x":1}})", "stream_options.x"},
       {Endpoint::kCompletions, R"({"prompt":"a","echo":true})", "echo"},
       {Endpoint::kCompletions, R"({"prompt":"a","seed":"x"})", "seed"},
       {Endpoint::kCompletions, R"({"messages":[{"role":"user","content":"a"}]})", "messages"},
