@@ -162,6 +162,9 @@ void ApiServer::setup_routes() {
   httplib::Server& s = *http_;
   s.new_task_queue = [n = options_.http_threads] { return new httplib::ThreadPool(n); };
   s.set_payload_max_length(options_.max_body_bytes);
+  // Streams write many small events: without TCP_NODELAY, Nagle's algorithm holds each
+  // one back until the client's delayed ACK (40 ms), which would set TTFT and ITL.
+  s.set_tcp_nodelay(true);
   // httplib's default adds SO_REUSEPORT, which lets a second server (or a port-0 bind)
   // share a port already in use and silently split its connections.
   s.set_socket_options([this](socket_t sock) {
