@@ -10,10 +10,13 @@ cmake --build build-fuzz -j "$(nproc)" --target $targets
 
 fixtures=../shared/fixtures
 status=0
+vocab="$fixtures/vocab/ggml-vocab-gpt-2.gguf"
+[[ -f $vocab ]] || vocab=""
 for t in $targets; do
   corpus="build-fuzz/corpus/$t"
   mkdir -p "$corpus"
-  # Seeds: the first bytes of real files, where the fixtures are present.
+  # Seeds: the first bytes of real files, where the fixtures are present. The tokenizer
+  # target uses a fixture vocabulary when it exists, else its built-in ones.
   if [[ -d $fixtures ]]; then
     case $t in
       fuzz_gguf) for f in "$fixtures"/models/stories260K.gguf "$fixtures"/models/synthetic/llama-gqa-q4_k_m.gguf; do
@@ -22,7 +25,7 @@ for t in $targets; do
     esac
   fi
   echo "fuzzing $t for ${seconds}s"
-  if ! TPS_FIXTURES="$fixtures" "build-fuzz/$t" -max_total_time="$seconds" -max_len=4096 -print_final_stats=0 \
+  if ! env ${vocab:+TPS_FUZZ_VOCAB="$vocab"} "build-fuzz/$t" -timeout=10 -max_total_time="$seconds" -max_len=4096 -print_final_stats=0 \
         "$corpus" > "build-fuzz/$t.log" 2>&1; then
     echo "FAILED: $t (log: build-fuzz/$t.log)"; tail -40 "build-fuzz/$t.log"; status=1
   fi

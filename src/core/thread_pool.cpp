@@ -13,6 +13,7 @@ namespace tps {
 
 namespace {
 constexpr int kSpinsBeforeSleep = 1 << 14;
+constexpr int kSpinsBeforeYield = 1 << 12;
 }
 
 ThreadPool::ThreadPool(int n_threads) : n_threads_(std::max(1, n_threads)) {
@@ -43,7 +44,15 @@ void ThreadPool::dispatch(RawFn fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   fn(ctx, 0, n_threads_);
-  while (pending_.load(std::memory_order_acquire) != 0) TPS_CPU_RELAX();
+  // With more threads than free cores a worker may be descheduled: after a short spin,
+  // give the core away instead of burning the time slice it needs.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < kSpinsBeforeYield) {
+      TPS_CPU_RELAX();
+    } else {
+      std::this_thread::yield();
+    }
+  }
 }
 
 void ThreadPool::worker_loop(int index) {
@@ -52,8 +61,10 @@ void ThreadPool::worker_loop(int index) {
     int spins = 0;
     uint32_t g;
     while ((g = generation_.load(std::memory_order_acquire)) == seen) {
-      if (++spins < kSpinsBeforeSleep) {
+      if (++spins < kSpinsBeforeYield) {
         TPS_CPU_RELAX();
+      } else if (spins < kSpinsBeforeSleep) {
+        std::this_thread::yield();
       } else {
         generation_.wait(seen, std::memory_order_acquire);
       }
