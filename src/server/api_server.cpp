@@ -1,0 +1,382 @@
+#include "server/api_server.h"
+
+#include <atomic>
+#include <chrono>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "server/openai_response.h"
+#include "server/sse.h"
+#include "server/stop_matcher.h"
+
+namespace tps {
+
+using nlohmann::json;
+
+namespace {
+
+void send_json(httplib::Response& res, int status, const json& body) {
+  res.status = status;
+  res.set_content(dump_json(body), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) {
+  if (e.status == 429) res.set_header("Retry-After", "1");
+  send_json(res, e.status, error_json(e));
+}
+
+json parse_body(const std::string& body) {
+  try {
+    json j = json::parse(body);
+    if (!j.is_object()) throw ApiError(400, "", "the body must be a JSON object");
+    return j;
+  } catch (const json::parse_error& e) {
+    throw ApiError(400, "", fmt::format("malformed JSON body: {}", e.what()), "invalid_json");
+  }
+}
+
+std::string new_id(const char* prefix) {
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t salt = std::random_device{}();
+  return fmt::format("{}-{:016x}", prefix, salt ^ (++counter * 0x9E3779B97F4A7C15ull));
+}
+
+bool key_matches(const std::string& given, const std::string& key) {
+  // Constant-time over the key's length: no early exit that would leak a prefix.
+  unsigned diff = given.size() != key.size();
+  for (size_t i = 0; i < key.size(); ++i) diff |= static_cast<unsigned char>(key[i]) ^
+                                                  static_cast<unsigned char>(i < given.size() ? given[i] : 0);
+  return diff == 0;
+}
+
+}  // namespace
+
+// One generation request as its handler sees it: tokens come from the engine and
+// leave as text with stop strings applied.
+struct ApiServer::Generation {
+  Generation(const Tokenizer& tokenizer, ApiRequest request)
+      : tokenizer(tokenizer), api(std::move(request)), decoder(tokenizer), stop(api.stop) {}
+
+  // Takes what the engine has produced by `until`; returns the new text for the client
+  // and adds the log-probabilities of the new tokens to `lps` when asked for.
+  std::string pull(double until, std::vector<TokenLogprob>& lps) {
+    std::vector<GeneratedToken> tokens;
+    std::string out;
+    if (reason != FinishReason::kNone || !stream->wait(tokens, until)) return out;
+    for (auto& t : tokens) {
+      ++completion_tokens;
+      std::string piece = stop.push(decoder.push(t.id));
+      if (api.top_logprobs >= 0) {
+        TokenLogprob lp{tokenizer.token_to_piece(t.id), t.logprob, {}, text.size() + out.size()};
+        for (auto [id, p] : t.top) lp.top.emplace_back(tokenizer.token_to_piece(id), p);
+        lps.push_back(std::move(lp));
+      }
+      out += piece;
+      if (stop.stopped()) {
+        stream->cancel();  // frees the sequence's blocks at the engine's next step
+        reason = FinishReason::kStop;
+        break;
+      }
+    }
+    if (reason == FinishReason::kNone && stream->finished()) {
+      out += stop.push(decoder.flush());
+      out += stop.flush();
+      reason = stop.stopped() ? FinishReason::kStop : stream->finish_reason();
+    }
+    text += out;
+    return out;
+  }
+  bool done() const { return reason != FinishReason::kNone; }
+  Usage usage() const { return {stream->prompt_tokens(), completion_tokens, stream->cached_tokens()}; }
+  RequestTimes times() const {
+    RequestTimes t = stream->times();
+    if (t.finished == 0) t.finished = now_seconds();
+    return t;
+  }
+
+  const Tokenizer& tokenizer;
+  ApiRequest api;
+  ResponseMeta meta;
+  std::shared_ptr<RequestStream> stream;
+  StreamingDecoder decoder;
+  StopMatcher stop;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  int32_t completion_tokens = 0;
+  FinishReason reason = FinishReason::kNone;
+  double deadline = 0;
+  std::string remote;
+  bool recorded = false;
+  bool started = false;
+};
+
+ApiServer::ApiServer(const Tokenizer& tokenizer, Engine& engine, ServerMetrics& metrics, AccessLog& log,
+                     ChatFamily chat, const ServerOptions& options)
+    : tokenizer_(tokenizer), engine_(engine), metrics_(metrics), log_(log), chat_(chat), options_(options),
+      http_(std::make_unique<httplib::Server>()) {
+  setup_routes();
+}
+
+ApiServer::~ApiServer() = default;
+
+int ApiServer::bind() {
+  int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
+                                : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  if (port < 0) fail("cannot listen on {}:{}", options_.host, options_.port);
+  // httplib listens with a backlog of 5: a burst of clients connecting at once would
+  // overflow it and some would fail. Listening again only enlarges the queue.
+  ::listen(listen_socket_, SOMAXCONN);
+  return port;
+}
+
+void ApiServer::run() { http_->listen_after_bind(); }
+
+void ApiServer::stop() { http_->stop(); }
+
+void ApiServer::record(Generation& g, const std::string& outcome, int status) {
+  if (g.recorded) return;
+  g.recorded = true;
+  Usage u = g.usage();
+  RequestTimes t = g.times();
+  metrics_.record_request({outcome, u.prompt_tokens, u.cached_tokens, u.completion_tokens, t});
+  auto ms = [](double a, double b) { return a > 0 && b > 0 ? (b - a) * 1000.0 : 0.0; };
+  log_.write({{"remote", g.remote},
+              {"method", "POST"},
+              {"path", g.meta.endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions"},
+              {"status", status},
+              {"id", g.meta.id},
+              {"stream", g.api.stream},
+              {"finish", outcome},
+              {"prompt_tokens", u.prompt_tokens},
+              {"cached_tokens", u.cached_tokens},
+              {"completion_tokens", u.completion_tokens},
+              {"queue_ms", ms(t.arrived, t.scheduled)},
+              {"ttft_ms", ms(t.arrived, t.first_token)},
+              {"e2e_ms", ms(t.arrived, t.finished)}});
+}
+
+void ApiServer::setup_routes() {
+  httplib::Server& s = *http_;
+  s.new_task_queue = [n = options_.http_threads] { return new httplib::ThreadPool(n); };
+  s.set_payload_max_length(options_.max_body_bytes);
+  // Streams write many small events: without TCP_NODELAY, Nagle's algorithm holds each
+  // one back until the client's delayed ACK (40 ms), which would set TTFT and ITL.
+  s.set_tcp_nodelay(true);
+  // httplib's default adds SO_REUSEPORT, which lets a second server (or a port-0 bind)
+  // share a port already in use and silently split its connections.
+  s.set_socket_options([this](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
+    listen_socket_ = sock;
+  });
+  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (options_.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
+    std::string auth = req.get_header_value("Authorization");
+    std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("x-api-key");
+    if (key_matches(given, options_.api_key)) return httplib::Server::HandlerResponse::Unhandled;
+    send_error(res, ApiError(401, "", "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                             "invalid_api_key", "authentication_error"));
+    return httplib::Server::HandlerResponse::Handled;
+  });
+  s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty() || res.is_chunked_content_provider_) return;
+    if (res.status == 413) {
+      send_error(res, ApiError(413, "", fmt::format("request body exceeds {} bytes", options_.max_body_bytes),
+                               "body_too_large"));
+    } else if (res.status == 404) {
+      send_error(res, ApiError(404, "", fmt::format("no route for {} {}", req.method, req.path), "not_found"));
+    } else {
+      send_error(res, ApiError(res.status, "", fmt::format("HTTP error {}", res.status)));
+    }
+  });
+  s.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "internal error";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    send_error(res, ApiError(500, "", what, "internal_error", "server_error"));
+  });
+  s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
+    bool generation = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
+    if (generation && res.status == 200) return;  // logged with its details when it ends
+    if (res.status >= 400) metrics_.record_error(res.status);
+    log_.write({{"remote", req.remote_addr}, {"method", req.method}, {"path", req.path}, {"status", res.status}});
+  });
+
+  s.Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(Endpoint::kCompletions, req, res);
+  });
+  s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
+    handle_generate(Endpoint::kChat, req, res);
+  });
+  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
+    json model = {{"id", options_.model_name},
+                  {"object", "model"},
+                  {"created", 0},
+                  {"owned_by", "tps"},
+                  {"meta", {{"n_ctx", engine_.config().ctx_size}, {"n_vocab", tokenizer_.vocab_size()}}}};
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+  });
+  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(engine_.stats()), "text/plain; version=0.0.4");
+  });
+  s.Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      json j = parse_body(req.body);
+      if (!j.contains("content") || !j["content"].is_string())
+        throw ApiError(400, "content", "'content' must be a string");
+      bool add_special = j.value("add_special", false);
+      send_json(res, 200, {{"tokens", tokenizer_.encode(j["content"].get<std::string>(), add_special, true)}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const json::exception& e) {
+      send_error(res, ApiError(400, "", e.what()));
+    }
+  });
+  s.Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    try {
+      json j = parse_body(req.body);
+      if (!j.contains("tokens") || !j["tokens"].is_array())
+        throw ApiError(400, "tokens", "'tokens' must be an array of token ids");
+      std::vector<int32_t> ids;
+      for (const auto& t : j["tokens"]) {
+        if (!t.is_number_integer() || t.get<int64_t>() < 0 || t.get<int64_t>() >= tokenizer_.vocab_size())
+          throw ApiError(400, "tokens",
+                         fmt::format("'tokens' must hold integers in [0, {})", tokenizer_.vocab_size()));
+        ids.push_back(t.get<int32_t>());
+      }
+      send_json(res, 200, {{"content", tokenizer_.decode(ids)}});
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    }
+  });
+}
+
+void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
+  std::shared_ptr<Generation> g;
+  const int32_t ctx = engine_.config().ctx_size;
+  try {
+    g = std::make_shared<Generation>(
+        tokenizer_, parse_api_request(endpoint, req.body, {tokenizer_.vocab_size(), ctx}));
+    std::vector<int32_t> prompt;
+    const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
+    if (endpoint == Endpoint::kChat) {
+      prompt = tokenizer_.encode(render_chat(chat_, g->api.messages), true, true);
+    } else if (g->api.prompt_is_tokens) {
+      prompt = g->api.prompt_tokens;
+    } else {
+      prompt = tokenizer_.encode(g->api.prompt_text, true, true);
+    }
+    if (prompt.empty()) throw ApiError(400, prompt_field, fmt::format("'{}' gives no tokens", prompt_field));
+    if (static_cast<int32_t>(prompt.size()) >= ctx)
+      throw ApiError(400, prompt_field,
+                     fmt::format("'{}' is {} tokens; the context holds {}, so it must be shorter", prompt_field,
+                                 prompt.size(), ctx),
+                     "context_length_exceeded");
+    GenerationRequest gen;
+    gen.max_tokens = g->api.max_tokens.value_or(endpoint == Endpoint::kChat ? ctx : 16);
+    gen.prompt = std::move(prompt);
+    gen.sampling = g->api.sampling;
+    gen.ignore_eos = g->api.ignore_eos;
+    gen.top_logprobs = g->api.top_logprobs;
+    g->stream = engine_.submit(std::move(gen));
+    if (!g->stream) throw ApiError(429, "", "the server is busy: too many requests are waiting", "queue_full",
+                                   "rate_limit_error");
+  } catch (const ApiError& e) {
+    send_error(res, e);
+    return;
+  }
+  g->meta = {new_id(endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl"),
+             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+             g->api.model.empty() ? options_.model_name : g->api.model, endpoint};
+  g->deadline = now_seconds() + options_.request_timeout_s;
+  g->remote = req.remote_addr;
+  if (g->api.stream) {
+    respond_stream(g, res);
+  } else {
+    respond_plain(g, res);
+  }
+}
+
+void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+  while (!g->done()) {
+    if (now_seconds() >= g->deadline) {
+      g->stream->cancel();
+      record(*g, "timeout", 408);
+      send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
+                               "request_timeout", "timeout_error"));
+      return;
+    }
+    g->pull(g->deadline, g->logprobs);
+  }
+  json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
+  send_json(res, 200, completion_body(g->meta, g->text, g->reason, lps, g->usage(), g->times()));
+  record(*g, finish_reason_name(g->reason), 200);
+}
+
+void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+  res.set_header("Cache-Control", "no-cache");
+  res.set_chunked_content_provider(
+      "text/event-stream",
+      [this, g](size_t, httplib::DataSink& sink) {
+        auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
+        if (!g->started) {
+          g->started = true;
+          if (g->meta.endpoint == Endpoint::kChat && !send(sse_event(role_chunk(g->meta)))) return false;
+        }
+        std::vector<TokenLogprob> lps;
+        double now = now_seconds();
+        std::string text = g->pull(std::min(now + 0.25, g->deadline), lps);
+        bool ok = true;
+        if (!text.empty() || !lps.empty()) {
+          json lp = lps.empty() ? json(nullptr) : logprobs_json(g->meta.endpoint, lps);
+          json chunk = stream_chunk(g->meta, text, FinishReason::kNone, lp);
+          if (g->api.continuous_usage) chunk["usage"] = usage_json(g->usage());
+          ok = send(sse_event(chunk));
+        } else if (!g->done()) {
+          if (now_seconds() >= g->deadline) {
+            g->stream->cancel();
+            record(*g, "timeout", 200);
+            ApiError e(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
+                       "request_timeout", "timeout_error");
+            send(sse_event(error_json(e)));
+            send(sse_done());
+            sink.done();
+            return true;
+          }
+          // Nothing new: a comment line finds out whether the client is still there.
+          ok = send(sse_keepalive());
+        }
+        if (!ok) {
+          g->stream->cancel();
+          return false;
+        }
+        if (g->done()) {
+          json last = stream_chunk(g->meta, "", g->reason, nullptr);
+          last["timings"] = timings_json(g->times(), g->usage());
+          if (g->api.continuous_usage) last["usage"] = usage_json(g->usage());
+          send(sse_event(last));
+          if (g->api.include_usage) send(sse_event(usage_chunk(g->meta, g->usage())));
+          send(sse_done());
+          record(*g, finish_reason_name(g->reason), 200);
+          sink.done();
+        }
+        return true;
+      },
+      [this, g](bool) {
+        // The client went away before the end: stop the generation, free its blocks.
+        if (!g->recorded) {
+          g->stream->cancel();
+          record(*g, "cancelled", 200);
+        }
+      });
+}
+
+}  // namespace tps

@@ -1,0 +1,114 @@
+#pragma once
+// Starts the real `tps serve` on loopback (any free port, read back from its first
+// line of output) and always stops it when the test ends.
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <memory>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+namespace tps::testing {
+
+inline std::string server_fixture(const std::string& relative) {
+  std::string dir;
+  if (const char* env = std::getenv("TPS_FIXTURES"); env && std::filesystem::is_directory(env)) {
+    dir = env;
+  } else if (std::filesystem::is_directory(TPS_SOURCE_DIR "/../shared/fixtures")) {
+    dir = TPS_SOURCE_DIR "/../shared/fixtures";
+  }
+  if (dir.empty() || !std::filesystem::exists(dir + "/" + relative)) return "";
+  return dir + "/" + relative;
+}
+
+class ServeProcess {
+ public:
+  // Returns an empty string on success, else what went wrong.
+  std::string start(const std::string& model, const std::vector<std::string>& extra = {}) {
+    int out[2];
+    if (pipe(out) != 0) return "pipe failed";
+    log_path_ = std::filesystem::temp_directory_path() / ("tps_serve_test_" + std::to_string(getpid()) + "_" +
+                                                          std::to_string(counter()++) + ".log");
+    std::vector<std::string> args = {TPS_BINARY, "serve", "-m", model, "--port", "0", "-t", "1",
+                                     "--log-file", log_path_};
+    args.insert(args.end(), extra.begin(), extra.end());
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(out[1], 1);
+      close(out[0]);
+      close(out[1]);
+      std::vector<char*> argv;
+      for (auto& a : args) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    std::string line;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      pollfd p{out[0], POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      char buf[512];
+      ssize_t n = read(out[0], buf, sizeof buf);
+      if (n <= 0) break;
+      line.append(buf, n);
+    }
+    close(out[0]);
+    std::smatch m;
+    if (!std::regex_search(line, m, std::regex("http://[^:]+:(\\d+)"))) return "no port in server output: " + line;
+    port_ = std::stoi(m[1]);
+    return "";
+  }
+
+  ~ServeProcess() { stop(); }
+
+  void stop() {
+    if (pid_ <= 0) return;
+    kill(pid_, SIGTERM);
+    for (int i = 0; i < 100; ++i) {
+      if (waitpid(pid_, nullptr, WNOHANG) == pid_) {
+        pid_ = -1;
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+      pid_ = -1;
+    }
+    std::error_code ec;
+    std::filesystem::remove(log_path_, ec);
+  }
+
+  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  int port() const { return port_; }
+  const std::string& log_path() const { return log_path_; }
+  std::unique_ptr<httplib::Client> client() const {
+    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
+    c->set_read_timeout(60, 0);
+    return c;
+  }
+
+ private:
+  static int& counter() {
+    static int n = 0;
+    return n;
+  }
+  pid_t pid_ = -1;
+  int port_ = 0;
+  std::string log_path_;
+};
+
+}  // namespace tps::testing
