@@ -33,6 +33,19 @@ Transformer::Transformer(std::unique_ptr<GgufFile> file, ModelConfig config, Mod
   for (const LayerWeights& l : weights_.layers)
     for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       weight_bytes_ += matrix_bytes(*w);
+  pack_matrices();
+}
+
+void Transformer::pack_matrices() {
+  std::vector<WeightMatrix*> matrices = {&weights_.output};
+  for (LayerWeights& l : weights_.layers)
+    for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
+  packed_.reserve(matrices.size());  // pointers into packed_ must stay valid
+  ThreadPool pool(ThreadPool::default_threads());
+  for (WeightMatrix* w : matrices) {
+    packed_.push_back(pack_weights(*w, &pool));
+    if (!packed_.back().empty()) w->packed = &packed_.back();
+  }
 }
 
 void Transformer::check_batch(const ForwardBatch& batch, const KvCache& kv) const {

@@ -5,6 +5,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/packed_weights.h"
 #include "model/model.h"
 #include "model/model_weights.h"
 
@@ -29,12 +30,16 @@ class Transformer final : public Model {
   void attention_block(int64_t layer, const ForwardBatch& batch, KvCache& kv, ThreadPool& pool);
   void feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool);
   void output_head(const ForwardBatch& batch, float* logits, ThreadPool& pool);
+  void pack_matrices();
 
   std::unique_ptr<GgufFile> file_;
   ModelConfig config_;
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   size_t weight_bytes_ = 0;
+  // Load-time repacked copies of the quantized matrices, which the SIMD kernels stream
+  // best; each WeightMatrix::packed points into this.
+  std::vector<PackedWeights> packed_;
 
   // Scratch activations, [rows][width] each, grown on demand and reused across calls.
   int64_t scratch_rows_ = 0;
