@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "formats/gguf.h"
+#include "tokenizer/tokenizer.h"
 
 namespace tps {
 namespace {
@@ -157,6 +158,48 @@ TEST(Llama2c, Version1WithUnsharedClassifier) {
     float scale = r.name == "output.weight" ? 0.5f : 1.0f;
     for (int64_t i = 0; i < r.n_elements(); ++i) ASSERT_EQ(floats(*o)[i], floats(r)[i] * scale) << r.name;
   }
+}
+
+std::string read_text(const std::string& path) {
+  auto bytes = read_all(path);
+  return {bytes.begin(), bytes.end()};
+}
+
+// Converts with the command, then generates greedily from BOS with `tps run`.
+std::string convert_and_run(const std::string& model, int n) {
+  std::string gguf = temp_path("run.gguf"), out = temp_path("run.txt");
+  std::string convert = std::string(TPS_BINARY) + " convert --llama2c '" + model + "' --tokenizer '" +
+                        model_path("tok512.bin") + "' -o '" + gguf + "' >/dev/null";
+  EXPECT_EQ(std::system(convert.c_str()), 0);
+  std::string run = std::string(TPS_BINARY) + " run -m '" + gguf + "' --temp 0 -n " + std::to_string(n) +
+                    " -p '' -t 1 >'" + out + "' 2>/dev/null";
+  EXPECT_EQ(std::system(run.c_str()), 0);
+  std::string text = read_text(out);
+  fs::remove(gguf);
+  fs::remove(out);
+  return text;
+}
+
+TEST(Llama2c, ConvertedCheckpointGeneratesLlama2csGreedyText) {
+  REQUIRE_FIXTURES();
+  std::string golden = read_text(fixtures() + "/golden/llama2c/greedy_n200.txt");
+  EXPECT_EQ(convert_and_run(model_path("stories260K.bin"), 200), golden);
+}
+
+TEST(Llama2c, ConvertedInt8ExportFollowsTheGreedyTextForAHundredTokens) {
+  REQUIRE_FIXTURES();
+  std::string golden = read_text(fixtures() + "/golden/llama2c/greedy_n200.txt");
+  // The text of the golden's first 100 tokens.
+  auto ref = GgufFile::open(model_path("stories260K.gguf"));
+  auto tok = Tokenizer::from_gguf(*ref);
+  std::vector<int32_t> ids = tok->encode(golden, false, false);
+  ASSERT_GT(ids.size(), 100u);
+  ids.resize(100);
+  std::string prefix = tok->decode(ids);
+  if (!prefix.empty() && prefix[0] == ' ') prefix.erase(0, 1);  // SentencePiece's dummy prefix
+  ASSERT_GT(prefix.size(), 200u);
+  std::string text = convert_and_run(model_path("stories260K_q80.v2.bin"), 200);
+  EXPECT_EQ(text.substr(0, prefix.size()), prefix);
 }
 
 // Runs `tps convert` and returns its exit code and stderr.

@@ -1,0 +1,179 @@
+#include "bench/bench_report.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+namespace tps {
+
+namespace {
+
+nlohmann::json shape_json(const ModelConfig& c) {
+  return {{"arch", c.arch},         {"dim", c.dim},           {"n_layers", c.n_layers},
+          {"n_heads", c.n_heads},   {"n_kv_heads", c.n_kv_heads}, {"head_dim", c.head_dim},
+          {"ffn_dim", c.ffn_dim},   {"vocab_size", c.vocab_size}, {"tied_output", c.tied_output},
+          {"qkv_bias", c.qkv_bias}, {"context_length", c.context_length}};
+}
+
+nlohmann::json model_json(const BenchModelInfo& m) {
+  nlohmann::json j = {{"file", m.preset.empty() ? nlohmann::json(m.file) : nlohmann::json(nullptr)},
+                      {"weight_type", m.weight_type},
+                      {"weight_bytes", m.weight_bytes},
+                      {"params", m.params},
+                      {"shape", shape_json(m.config)}};
+  if (!m.preset.empty()) j["preset"] = m.preset;
+  return j;
+}
+
+std::string human_bytes(double b) {
+  if (b >= 1e9) return fmt::format("{:.2f} GB", b / 1e9);
+  if (b >= 1e6) return fmt::format("{:.1f} MB", b / 1e6);
+  return fmt::format("{:.1f} kB", b / 1e3);
+}
+
+std::string human_count(double n) {
+  if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
+  if (n >= 1e6) return fmt::format("{:.1f} M", n / 1e6);
+  return fmt::format("{:.1f} K", n / 1e3);
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string BenchModelInfo::label() const {
+  return !preset.empty() ? preset : std::filesystem::path(file).filename().string();
+}
+
+BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs) {
+  auto phase = [&](const BenchCase& c, const Spread& s) {
+    PhaseResult p{s, case_cost(model, c), {}};
+    p.figures = roofline_figures(p.cost, roofs, s.mean);
+    return p;
+  };
+  const BenchCase& c = m.bench_case;
+  BenchRow row{c.test_name(), c, roofs, phase(c, m.tokens_per_s), std::nullopt};
+  if (c.kind == BenchKind::kBatched)
+    row.prefill = phase({BenchKind::kPrefill, c.prompt, 0, c.batch, c.depth, c.threads}, m.prefill_tokens_per_s);
+  return row;
+}
+
+std::optional<BenchFormat> parse_bench_format(const std::string& name) {
+  if (name == "md") return BenchFormat::kMarkdown;
+  if (name == "csv") return BenchFormat::kCsv;
+  if (name == "json") return BenchFormat::kJson;
+  if (name == "jsonl") return BenchFormat::kJsonl;
+  return std::nullopt;
+}
+
+namespace {
+
+nlohmann::json phase_json(const PhaseResult& p) {
+  return {{"tokens_per_s", p.tokens_per_s.mean},
+          {"std", p.tokens_per_s.std},
+          {"samples", p.tokens_per_s.samples},
+          {"bytes_per_token", p.cost.bytes_per_token},
+          {"ops_per_token", p.cost.ops_per_token},
+          {"mean_context", p.cost.mean_context},
+          {"achieved_gbps", p.figures.achieved_gbps},
+          {"mbu", p.figures.mbu},
+          {"achieved_ops_per_s", p.figures.achieved_ops},
+          {"mfu", p.figures.mfu},
+          {"bound_tokens_per_s", p.figures.bound_tokens_per_s},
+          {"bound", p.figures.compute_bound ? "compute" : "memory"}};
+}
+
+}  // namespace
+
+nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
+  const BenchCase& c = r.bench_case;
+  nlohmann::json j = {{"test", r.test},
+                      {"model", model_json(report.model)},
+                      {"kv_type", "f32"},
+                      {"threads", c.threads},
+                      {"batch", c.batch},
+                      {"prompt_tokens", c.prompt},
+                      {"gen_tokens", c.gen},
+                      {"depth", c.depth},
+                      {"repetitions", r.result.tokens_per_s.samples.size()},
+                      {"read_gbps", r.roofs.read_gbps},
+                      {"peak_ops_per_s", r.roofs.peak_ops}};
+  j.update(phase_json(r.result));
+  if (r.prefill) j["prefill"] = phase_json(*r.prefill);
+  return j;
+}
+
+nlohmann::json bench_report_json(const BenchReport& report) {
+  nlohmann::json results = nlohmann::json::array();
+  for (const auto& r : report.rows) results.push_back(bench_row_json(r, report));
+  nlohmann::json j = {{"schema", "tps.bench/1"},
+                      {"tool", "tps bench 0.1.0"},
+                      {"created", report.created},
+                      {"roofs_source", report.roofs_source},
+                      {"repetitions", report.repetitions},
+                      {"results", results}};
+  j["profile"] = report.profile ? *report.profile : nlohmann::json(nullptr);
+  return j;
+}
+
+std::string format_bench_report(const BenchReport& report, BenchFormat format) {
+  std::string out;
+  const BenchModelInfo& m = report.model;
+  switch (format) {
+    case BenchFormat::kJson:
+      return bench_report_json(report).dump(2) + "\n";
+    case BenchFormat::kJsonl:
+      for (const auto& r : report.rows) {
+        nlohmann::json j = bench_row_json(r, report);
+        j["schema"] = "tps.bench/1";
+        out += j.dump() + "\n";
+      }
+      return out;
+    case BenchFormat::kCsv:
+      out = "model,weight_type,weight_bytes,params,threads,test,batch,prompt_tokens,gen_tokens,depth,"
+            "tokens_per_s,std,bytes_per_token,achieved_gbps,mbu,ops_per_token,achieved_ops_per_s,mfu,"
+            "bound_tokens_per_s,bound,prefill_tokens_per_s,prefill_std\n";
+      for (const auto& r : report.rows) {
+        const BenchCase& c = r.bench_case;
+        const PhaseResult& p = r.result;
+        out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{:.3f},{:.4f},{:.0f},{:.4g},{:.4f},{:.3f},{},",
+                           csv_field(m.label()), m.weight_type, m.weight_bytes, m.params, c.threads, r.test, c.batch,
+                           c.prompt, c.gen, c.depth, p.tokens_per_s.mean, p.tokens_per_s.std, p.cost.bytes_per_token,
+                           p.figures.achieved_gbps, p.figures.mbu, p.cost.ops_per_token, p.figures.achieved_ops,
+                           p.figures.mfu, p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
+        out += r.prefill ? fmt::format("{:.3f},{:.3f}\n", r.prefill->tokens_per_s.mean, r.prefill->tokens_per_s.std)
+                         : std::string(",\n");
+      }
+      return out;
+    case BenchFormat::kMarkdown:
+      break;
+  }
+  out = "| model | type | size | params | threads | test | t/s | bytes/tok | GB/s | MBU | Gop/s | MFU | bound t/s |\n"
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
+  auto line = [&](const BenchCase& c, const std::string& test, const PhaseResult& p) {
+    std::string name = c.depth > 0 ? fmt::format("{} @ d{}", test, c.depth) : test;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {:.1f} | {:.0f}% | {:.1f} | {:.1f}% | {:.1f} ({}) |\n",
+                       m.label(), m.weight_type, human_bytes(double(m.weight_bytes)), human_count(double(m.params)),
+                       c.threads, name, p.tokens_per_s.mean, p.tokens_per_s.std, human_bytes(p.cost.bytes_per_token),
+                       p.figures.achieved_gbps, 100 * p.figures.mbu, p.figures.achieved_ops / 1e9, 100 * p.figures.mfu,
+                       p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
+  };
+  for (const auto& r : report.rows) {
+    const BenchCase& c = r.bench_case;
+    if (r.prefill) {
+      line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill);
+      line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result);
+    } else {
+      line(c, r.test, r.result);
+    }
+  }
+  out += fmt::format("\nroofs: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source, report.repetitions);
+  return out;
+}
+
+}  // namespace tps

@@ -1,0 +1,61 @@
+#pragma once
+// `tps bench` results: one row per measured phase, with the roofline figures, written as
+// a Markdown table, CSV, or JSON / JSON Lines (schema "tps.bench/1", which
+// `tps roofline --measured` reads; docs/bench-format.md).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_cost.h"
+#include "bench/bench_runner.h"
+#include "model/model_config.h"
+
+namespace tps {
+
+struct BenchModelInfo {
+  std::string preset;       // when synthesized from a preset
+  std::string file;         // the GGUF measured
+  std::string weight_type;  // "q4_0", "q4_k_m", ...
+  int64_t weight_bytes = 0; // all tensor data
+  int64_t params = 0;
+  ModelConfig config;
+
+  std::string label() const;  // the preset, else the file name
+};
+
+struct PhaseResult {
+  Spread tokens_per_s;
+  CaseCost cost;
+  RooflineFigures figures;
+};
+
+struct BenchRow {
+  std::string test;  // "pp512", "tg128", "batched"
+  BenchCase bench_case;
+  Roofs roofs;
+  PhaseResult result;                  // pp: the prefill; tg and batched: the decode
+  std::optional<PhaseResult> prefill;  // batched: the B prompts' prefill
+};
+
+BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs);
+
+enum class BenchFormat { kMarkdown, kCsv, kJson, kJsonl };
+std::optional<BenchFormat> parse_bench_format(const std::string& name);
+
+struct BenchReport {
+  BenchModelInfo model;
+  std::vector<BenchRow> rows;
+  int repetitions = 0;
+  std::string created;                    // UTC, ISO 8601
+  std::string roofs_source;               // where bandwidth and peaks came from
+  std::optional<nlohmann::json> profile;  // the hardware profile, embedded in JSON output
+};
+
+nlohmann::json bench_row_json(const BenchRow& row, const BenchReport& report);
+nlohmann::json bench_report_json(const BenchReport& report);
+std::string format_bench_report(const BenchReport& report, BenchFormat format);
+
+}  // namespace tps

@@ -1,0 +1,51 @@
+#include "bench/bench_roofs.h"
+
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "bench/bench_model.h"
+#include "core/error.h"
+
+namespace tps {
+
+namespace fs = std::filesystem;
+
+LoadedProfile find_or_probe_profile(const std::string& path, int threads,
+                                    const std::function<void(const std::string&)>& status) {
+  if (!path.empty()) return {load_profile(path), "profile " + path};
+  const fs::path dir = tps_cache_dir();
+  for (const char* name : {"profile.json", "profile-quick.json"}) {
+    fs::path p = dir / name;
+    if (fs::exists(p)) return {load_profile(p.string()), "profile " + p.string()};
+  }
+  status("no hardware profile: measuring bandwidth and peaks (quick probe, once)");
+  ProbeOptions options;
+  options.quick = true;
+  options.threads = threads;
+  HardwareProfile profile = run_probe(options);
+  fs::path saved = dir / "profile-quick.json";
+  std::ofstream out(saved);
+  out << profile_to_json(profile).dump(2) << "\n";
+  if (!out) return {profile, "quick probe (not saved: cannot write " + saved.string() + ")"};
+  return {profile, fmt::format("quick probe (saved to {}; `tps probe -o {}` measures fully)", saved.string(),
+                               (dir / "profile.json").string())};
+}
+
+std::string compute_path_for(const std::string& weight_type) {
+  if (weight_type == "f32" || weight_type == "f16") return "f32";
+  if (weight_type == "bf16") return "bf16";
+  return "int8";
+}
+
+Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& weight_type) {
+  Roofs r;
+  r.read_gbps = profile.bandwidth_gbps(bytes, threads);
+  const ComputePeak* peak = profile.peak(compute_path_for(weight_type));
+  if (!peak || peak->by_threads.empty()) peak = profile.peak("f32");
+  if (peak && !peak->by_threads.empty()) r.peak_ops = peak->ops_per_s(threads);
+  return r;
+}
+
+}  // namespace tps

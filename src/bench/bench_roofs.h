@@ -1,0 +1,30 @@
+#pragma once
+// This machine's limits for a bench: a hardware profile from `tps probe` (--profile, else
+// the cache directory), or a quick probe made on the spot and cached for next time.
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "bench/bench_cost.h"
+#include "roofline/probe.h"
+
+namespace tps {
+
+struct LoadedProfile {
+  HardwareProfile profile;
+  std::string source;  // "profile FILE" or "quick probe (saved to FILE)"
+};
+
+// `path` empty: <cache>/profile.json, else <cache>/profile-quick.json, else a quick probe
+// on up to `threads` threads, saved as <cache>/profile-quick.json.
+LoadedProfile find_or_probe_profile(const std::string& path, int threads,
+                                    const std::function<void(const std::string&)>& status);
+
+// The compute path a weight type's matmuls run on: "int8" for block-quantized weights
+// (activations are quantized to 8 bits), "bf16" for BF16, "f32" otherwise.
+std::string compute_path_for(const std::string& weight_type);
+
+// Read bandwidth for a working set of `bytes` and the path's peak, at `threads` threads.
+Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& weight_type);
+
+}  // namespace tps

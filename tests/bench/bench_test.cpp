@@ -1,0 +1,232 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "bench/bench_cost.h"
+#include "bench/bench_plan.h"
+#include "core/error.h"
+#include "model/synth.h"
+#include "roofline/bench_results.h"
+#include "roofline/probe.h"
+
+namespace tps {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(BenchPlan, SweepsAreTheCartesianProduct) {
+  BenchPlanOptions o;
+  o.prompts = {16, 32};
+  o.gens = {8};
+  o.batches = {1, 4};
+  o.depths = {0, 64};
+  o.threads = {1, 2};
+  o.batch_gen = 5;
+  auto cases = expand_bench_plan(o);
+  ASSERT_EQ(cases.size(), 2u * 2u * (2 + 1 + 2));
+  // threads outermost, then depth, then pp, tg, batched.
+  EXPECT_EQ(cases[0].threads, 1);
+  EXPECT_EQ(cases[0].depth, 0);
+  EXPECT_EQ(cases[0].test_name(), "pp16");
+  EXPECT_EQ(cases[1].test_name(), "pp32");
+  EXPECT_EQ(cases[2].test_name(), "tg8");
+  EXPECT_EQ(cases[3].test_name(), "batched");
+  EXPECT_EQ(cases[3].batch, 1);
+  EXPECT_EQ(cases[4].batch, 4);
+  EXPECT_EQ(cases[4].prompt, 16);  // --batch-prompt defaults to the first -p
+  EXPECT_EQ(cases[4].gen, 5);
+  EXPECT_EQ(cases[4].tokens(), 20);
+  EXPECT_EQ(cases[5].depth, 64);
+  EXPECT_EQ(cases[10].threads, 2);
+  EXPECT_EQ(cases[9].label(), "B4 pp16+tg5 @ d64");
+}
+
+TEST(BenchPlan, ZeroDisablesAndBadValuesAreErrors) {
+  BenchPlanOptions o;
+  o.prompts = {0};
+  o.gens = {128};
+  o.threads = {2};
+  auto cases = expand_bench_plan(o);
+  ASSERT_EQ(cases.size(), 1u);
+  EXPECT_EQ(cases[0].kind, BenchKind::kDecode);
+  o.gens = {0};
+  EXPECT_THROW(expand_bench_plan(o), Error);  // nothing to run
+  o.gens = {-1};
+  EXPECT_THROW(expand_bench_plan(o), Error);
+  o.gens = {8};
+  o.batches = {0};
+  EXPECT_THROW(expand_bench_plan(o), Error);
+  o.batches = {};
+  o.threads = {0};
+  EXPECT_THROW(expand_bench_plan(o), Error);
+
+  EXPECT_EQ(parse_int_list("1,4,16", "-B"), (std::vector<int64_t>{1, 4, 16}));
+  EXPECT_EQ(parse_int_list("512", "-p"), (std::vector<int64_t>{512}));
+  EXPECT_THROW(parse_int_list("1,,2", "-B"), Error);
+  EXPECT_THROW(parse_int_list("abc", "-p"), Error);
+  EXPECT_THROW(parse_int_list("", "-p"), Error);
+  EXPECT_THROW(parse_int_list("4x", "-p"), Error);
+}
+
+TEST(BenchCost, BytesOpsAndBound) {
+  ModelCost m;
+  m.config = *find_model_preset("tinyllama-1.1b");
+  m.weight_bytes_per_step = 600e6;
+  m.matmul_params = 1e9;
+  m.kv_bytes_per_position = 2.0 * 22 * 256 * 4;
+  BenchCase tg{BenchKind::kDecode, 0, 128, 1, 0, 2};
+  CaseCost c = case_cost(m, tg);
+  EXPECT_DOUBLE_EQ(c.mean_context, 64.5);
+  EXPECT_DOUBLE_EQ(c.bytes_per_token, 600e6 + m.kv_bytes_per_position * 64.5);
+  EXPECT_DOUBLE_EQ(c.ops_per_token, 2e9 + 4.0 * 22 * 2048 * 64.5);
+  // Batched decode shares each step's weights among B sequences.
+  BenchCase b{BenchKind::kBatched, 128, 64, 4, 0, 2};
+  EXPECT_DOUBLE_EQ(case_cost(m, b).bytes_per_token, 150e6 + m.kv_bytes_per_position * (128 + 32.5));
+  // 1024 prompt tokens are two passes of 512 rows.
+  BenchCase pp{BenchKind::kPrefill, 1024, 0, 1, 0, 2};
+  EXPECT_DOUBLE_EQ(case_cost(m, pp).bytes_per_token, 2 * 600e6 / 1024 + m.kv_bytes_per_position * 512.5);
+
+  Roofs roofs{30.0, 1e12};
+  RooflineFigures f = roofline_figures(c, roofs, 40.0);
+  EXPECT_FALSE(f.compute_bound);
+  EXPECT_NEAR(f.bound_tokens_per_s, 30e9 / c.bytes_per_token, 1e-9);
+  EXPECT_NEAR(f.achieved_gbps, c.bytes_per_token * 40 / 1e9, 1e-9);
+  EXPECT_NEAR(f.mbu, f.achieved_gbps / 30.0, 1e-12);
+  EXPECT_NEAR(f.mfu, c.ops_per_token * 40 / 1e12, 1e-12);
+  RooflineFigures p = roofline_figures(case_cost(m, pp), roofs, 100.0);
+  EXPECT_TRUE(p.compute_bound);
+}
+
+// The command on a tiny synthesized model with a made-up hardware profile (no probing).
+class BenchCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("tps_bench_test_" + std::to_string(::getpid()));
+    fs::create_directories(dir_);
+    ThreadPool pool(2);
+    SynthOptions o{*find_model_preset("stories260k"), *parse_weight_scheme("q8_0"), 1, ""};
+    synthesize_model(o, model_path(), pool);
+    HardwareProfile p;
+    p.cpu.model = "test cpu";
+    p.cpu.logical_cpus = 2;
+    p.cpu.memory_bytes = int64_t{1} << 34;
+    p.threads = 2;
+    p.dram_read_gbps = 30;
+    p.bandwidth = {{int64_t{1} << 22, 1, 60}, {int64_t{1} << 30, 1, 15}, {int64_t{1} << 22, 2, 120}, {int64_t{1} << 30, 2, 30}};
+    p.peaks = {{"f32", "avx512", "measured", {{1, 1e11}, {2, 2e11}}}, {"int8", "vnni", "measured", {{1, 4e11}, {2, 8e11}}}};
+    std::ofstream(profile_path()) << profile_to_json(p).dump();
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static std::string model_path() { return (dir_ / "tiny.gguf").string(); }
+  static std::string profile_path() { return (dir_ / "profile.json").string(); }
+
+  // Runs `tps bench` on the tiny model; returns the exit code, stdout in `out`.
+  static int bench(const std::string& args, std::string* out = nullptr) {
+    std::string out_file = (dir_ / "out.txt").string();
+    std::string cmd = std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile " + profile_path() + " " +
+                      args + " >" + out_file + " 2>/dev/null";
+    int status = std::system(cmd.c_str());
+    if (out) {
+      std::ifstream in(out_file);
+      std::stringstream ss;
+      ss << in.rdbuf();
+      *out = ss.str();
+    }
+    return WEXITSTATUS(status);
+  }
+
+  static fs::path dir_;
+};
+
+fs::path BenchCommand::dir_;
+
+const std::string kSmall = "-p 16 -n 4 -r 2 -t 1";  // one thread: quick even on a busy machine
+
+TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
+  std::string out;
+  ASSERT_EQ(bench("-p 4,8 -n 2 -B 1,3 --batch-prompt 4 --batch-gen 2 -d 0,8 -t 1,2 -r 2 -o json", &out), 0);
+  auto j = nlohmann::json::parse(out);
+  EXPECT_EQ(j["schema"], "tps.bench/1");
+  // 2 threads x 2 depths x (2 pp + 1 tg + 2 batched).
+  ASSERT_EQ(j["results"].size(), 20u);
+  for (const auto& r : j["results"]) {
+    EXPECT_GT(r["tokens_per_s"].get<double>(), 0) << r.dump();
+    EXPECT_GT(r["bytes_per_token"].get<double>(), 0);
+    EXPECT_GT(r["bound_tokens_per_s"].get<double>(), 0);
+    EXPECT_EQ(r["samples"].size(), 2u);
+    EXPECT_EQ(r["model"]["weight_type"], "q8_0");
+    EXPECT_EQ(r["model"]["shape"]["dim"], 64);
+    if (r["test"] == "batched") {
+      EXPECT_GT(r["prefill"]["tokens_per_s"].get<double>(), 0);
+      EXPECT_EQ(r["gen_tokens"], 2);
+      EXPECT_EQ(r["prompt_tokens"], 4);
+    }
+  }
+  const auto& last = j["results"][19];
+  EXPECT_EQ(last["threads"], 2);
+  EXPECT_EQ(last["depth"], 8);
+  EXPECT_EQ(last["batch"], 3);
+  // What `tps roofline --measured` reads.
+  BenchResults parsed = parse_bench_results(j, "bench output");
+  EXPECT_EQ(parsed.rows.size(), 20u);
+  ASSERT_TRUE(parsed.profile.has_value());
+  EXPECT_EQ(parsed.profile->dram_read_gbps, 30);
+}
+
+TEST_F(BenchCommand, EveryOutputFormatParses) {
+  std::string out;
+  ASSERT_EQ(bench(kSmall + " -B 2 --batch-gen 2 -o jsonl", &out), 0);
+  std::istringstream lines(out);
+  int n = 0;
+  for (std::string line; std::getline(lines, line); ++n) {
+    auto j = nlohmann::json::parse(line);
+    EXPECT_EQ(j["schema"], "tps.bench/1");
+    EXPECT_TRUE(j.contains("tokens_per_s"));
+  }
+  EXPECT_EQ(n, 3);
+
+  ASSERT_EQ(bench(kSmall + " -B 2 --batch-gen 2 -o csv", &out), 0);
+  std::istringstream csv(out);
+  std::string header, row;
+  std::getline(csv, header);
+  size_t columns = std::count(header.begin(), header.end(), ',');
+  int rows = 0;
+  while (std::getline(csv, row)) {
+    EXPECT_EQ(static_cast<size_t>(std::count(row.begin(), row.end(), ',')), columns) << row;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3);
+
+  ASSERT_EQ(bench(kSmall + " -B 2 --batch-gen 2", &out), 0);  // md by default
+  EXPECT_NE(out.find("| model | type |"), std::string::npos);
+  EXPECT_NE(out.find("| pp16 |"), std::string::npos);
+  EXPECT_NE(out.find("| tg4 |"), std::string::npos);
+  EXPECT_NE(out.find("| B2 pp16 |"), std::string::npos);
+  EXPECT_NE(out.find("| B2 tg2 |"), std::string::npos);
+}
+
+TEST_F(BenchCommand, BadFlagsExitWith2) {
+  EXPECT_EQ(bench(kSmall + " -o xml"), 2);
+  EXPECT_EQ(bench("-p abc"), 2);
+  EXPECT_EQ(bench("-p 16 -n 4 -B 0"), 2);
+  EXPECT_EQ(bench("-p 16 -n 4 -t 0"), 2);
+  EXPECT_EQ(bench("-p 16 -n 4 -r 0"), 2);
+  EXPECT_EQ(bench("-p 0 -n 0"), 2);
+  EXPECT_EQ(bench("-p 16 -n 4 -d 600"), 2);  // beyond stories260k's 512 positions
+  EXPECT_EQ(bench("-p 16 -n 4 --no-such-flag"), 2);
+  std::string cmd = std::string(TPS_BINARY) + " bench -m /no/such/model.gguf --profile " + profile_path() +
+                    " -p 16 -n 4 >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  cmd = std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile /no/such/profile.json -p 16 -n 4 >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+}
+
+}  // namespace
+}  // namespace tps
