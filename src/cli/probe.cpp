@@ -29,7 +29,7 @@ void print_profile(const HardwareProfile& p) {
   std::vector<int> threads;
   for (const auto& b : p.bandwidth)
     if (std::find(threads.begin(), threads.end(), b.threads) == threads.end()) threads.push_back(b.threads);
-  fmt::print("\nstreaming read bandwidth, GB/s (best of repetitions)\n{:>10}", "buffer");
+  fmt::print("\nstreaming read bandwidth, GB/s (best of the timing windows)\n{:>10}", "buffer");
   for (int t : threads) fmt::print(" {:>9}", fmt::format("{} thr", t));
   fmt::print("\n");
   std::vector<int64_t> sizes;

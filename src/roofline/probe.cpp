@@ -62,29 +62,37 @@ ReadKernel best_read_kernel(const CpuInfo& cpu) {
 
 std::atomic<uint64_t> g_sink{0};  // results of timed loops land here so nothing is elided
 
-double measure_bandwidth(ThreadPool& pool, ReadKernel read, const uint8_t* data, int64_t bytes,
-                         int repetitions, int64_t min_bytes) {
-  int64_t passes = std::max<int64_t>(1, (min_bytes + bytes - 1) / bytes);
+// The best of many short windows: on a shared machine some window runs undisturbed, and
+// the best one estimates what the hardware can do. A window reads `window_bytes`: whole
+// passes over a buffer smaller than that, else the next slice of a larger one (rotating,
+// so a large buffer streams from memory and never from cache).
+double measure_bandwidth(ThreadPool& pool, ReadKernel read, const uint8_t* data, int64_t bytes, int windows,
+                         int64_t window_bytes) {
+  int64_t span = std::min(bytes, std::max<int64_t>(256, window_bytes / 256 * 256)) / 256 * 256;
+  int64_t passes = std::max<int64_t>(1, window_bytes / span);
+  int64_t offset = 0;
   double best = 0;
-  for (int r = 0; r < repetitions; ++r) {
+  for (int w = 0; w < windows; ++w) {
+    const uint8_t* base = data + offset;
     double t0 = now_seconds();
     pool.run([&](int ti, int n) {
       // Slices are whole 256-byte blocks so every kernel's stride divides them.
-      int64_t blocks = bytes / 256;
+      int64_t blocks = span / 256;
       int64_t b = blocks * ti / n * 256, e = blocks * (ti + 1) / n * 256;
       uint64_t s = 0;
-      for (int64_t p = 0; p < passes; ++p) s += read(data + b, e - b);
+      for (int64_t p = 0; p < passes; ++p) s += read(base + b, e - b);
       g_sink.fetch_add(s, std::memory_order_relaxed);
     });
     double dt = now_seconds() - t0;
-    double gbps = static_cast<double>(bytes / 256 * 256) * passes / dt / 1e9;
-    best = std::max(best, gbps);
+    best = std::max(best, static_cast<double>(span) * passes / dt / 1e9);
+    offset += span;
+    if (offset + span > bytes) offset = 0;
   }
   return best;
 }
 
 double measure_compute(ThreadPool& pool, const ComputeKernel& k, int repetitions, double seconds) {
-  // Size the loop so one measurement lasts about `seconds` on one thread.
+  // Size the loop so one window lasts about `seconds` on one thread; best of the windows.
   int64_t iterations = 1000;
   for (;;) {
     double t0 = now_seconds();
@@ -197,10 +205,9 @@ HardwareProfile run_probe(const ProbeOptions& options) {
                                    : options.sizes;
   for (int64_t s : sizes)
     if (s < 256 * max_threads) fail("probe: buffer size {} is too small for {} threads", s, max_threads);
-  int reps = options.repetitions > 0 ? options.repetitions : (options.quick ? 5 : 10);
-  int64_t min_bytes = options.min_bytes_per_rep > 0 ? options.min_bytes_per_rep
-                                                     : (options.quick ? 256 : 1024) * kMiB;
-  double seconds = options.compute_seconds > 0 ? options.compute_seconds : (options.quick ? 0.1 : 0.25);
+  int reps = options.repetitions > 0 ? options.repetitions : (options.quick ? 60 : 150);
+  int64_t min_bytes = options.min_bytes_per_rep > 0 ? options.min_bytes_per_rep : 64 * kMiB;
+  double seconds = options.compute_seconds > 0 ? options.compute_seconds : 0.004;
 
   AlignedBuffer buffer(*std::max_element(sizes.begin(), sizes.end()));
   ReadKernel read = best_read_kernel(prof.cpu);

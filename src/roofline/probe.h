@@ -15,7 +15,7 @@ namespace tps {
 struct BandwidthSample {
   int64_t bytes = 0;   // buffer size
   int threads = 0;
-  double gbps = 0;     // 1e9 bytes/s, best of the repetitions
+  double gbps = 0;     // 1e9 bytes/s, best of the timing windows
 };
 
 struct ThreadOps {
@@ -51,9 +51,9 @@ struct ProbeOptions {
   bool quick = false;
   int threads = 0;                    // 0: every CPU this process may use
   std::vector<int64_t> sizes;         // buffer sizes; empty: the defaults for quick/full
-  int repetitions = 0;                // best of N; 0: the default
-  double compute_seconds = 0;         // time per compute measurement; 0: the default
-  int64_t min_bytes_per_rep = 0;      // bytes read per bandwidth measurement; 0: default
+  int repetitions = 0;                // timing windows, the best counts; 0: the default
+  double compute_seconds = 0;         // length of a compute window; 0: the default
+  int64_t min_bytes_per_rep = 0;      // bytes read per bandwidth window; 0: the default
 };
 
 HardwareProfile run_probe(const ProbeOptions& options);

@@ -111,7 +111,6 @@ inline std::map<std::string, double> get_metrics(httplib::Client& c) {
   return parse_metrics(res->body);
 }
 
-
 // Runs a command and parses its standard output as JSON.
 inline json run_json(const std::string& command) {
   std::string out;
@@ -123,7 +122,6 @@ inline json run_json(const std::string& command) {
   pclose(p);
   return json::parse(out, nullptr, false);
 }
-
 
 // Metrics once `ready` holds for them (gauges and the access log trail a response by
 // a moment), or the last ones read after a few seconds.
