@@ -18,7 +18,7 @@ struct InspectArgs {
 
 std::string shape_string(const std::vector<int64_t>& dims) { return fmt::format("[{}]", fmt::join(dims, ", ")); }
 
-const char* rope_style_name(RopeStyle s) { return s == RopeStyle::kNeox ? "neox (halves)" : "adjacent pairs"; }
+const char* rope_style_name(RopeStyle s) { return s == RopeStyle::kHalves ? "neox (halves)" : "adjacent pairs"; }
 
 int run(const InspectArgs& a) {
   // A full load validates every tensor against the configuration.

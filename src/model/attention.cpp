@@ -4,20 +4,11 @@
 #include <cmath>
 #include <limits>
 
+#include "kernels/ops.h"
+
 namespace tps {
 
 namespace {
-
-float dot(const float* a, const float* b, int64_t n) {
-  // Independent partial sums let the compiler vectorize without -ffast-math.
-  float s[8] = {};
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (int j = 0; j < 8; ++j) s[j] += a[i + j] * b[i + j];
-  float total = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
-  for (; i < n; ++i) total += a[i] * b[i];
-  return total;
-}
 
 // One query head of one row: online softmax over the row's positions, block by block.
 void attend_head(const float* q, const SequenceBlocks& seq, int64_t position, const KvCache& kv, int64_t layer,
@@ -43,8 +34,7 @@ void attend_head(const float* q, const SequenceBlocks& seq, int64_t position, co
     for (int64_t j = 0; j < n; ++j) {
       const float p = std::exp(scores[j] - block_max);
       running_sum += p;
-      const float* v = values + j * stride;
-      for (int64_t d = 0; d < head_dim; ++d) acc[d] += p * v[d];
+      axpy(p, values + j * stride, acc, head_dim);
     }
     running_max = block_max;
   }

@@ -31,12 +31,14 @@ ModelConfig read_model_config(const GgufFile& f) {
   int64_t value_length = f.get_int(a + "attention.value_length", c.head_dim);
   if (c.head_dim <= 0 || value_length != c.head_dim)
     fail("{}: key length {} and value length {} must be equal and positive", f.path(), c.head_dim, value_length);
+  if (c.head_dim % 2 != 0) fail("{}: head size {} must be even for rotary embeddings", f.path(), c.head_dim);
   c.rope_dims = f.get_int(a + "rope.dimension_count", c.head_dim);
-  if (c.rope_dims <= 0 || c.rope_dims > c.head_dim || c.rope_dims % 2 != 0)
-    fail("{}: rope dimension count {} must be even and at most the head size {}", f.path(), c.rope_dims, c.head_dim);
+  if (c.rope_dims != c.head_dim)
+    fail("{}: rope dimension count {} differs from the head size {}: partial rotary embeddings are not supported",
+         f.path(), c.rope_dims, c.head_dim);
   if (c.arch == "qwen2") {
     c.qkv_bias = true;
-    c.rope_style = RopeStyle::kNeox;
+    c.rope_style = RopeStyle::kHalves;
   }
   // The vocabulary size and tied output come from the tensors (see model weights).
   return c;

@@ -31,7 +31,7 @@ ModelConfig make(std::string arch, int64_t dim, int64_t layers, int64_t heads, i
   c.tied_output = tied;
   if (c.arch == "qwen2") {
     c.qkv_bias = true;
-    c.rope_style = RopeStyle::kNeox;
+    c.rope_style = RopeStyle::kHalves;
   }
   return c;
 }

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-namespace tps {
+#include "kernels/ops.h"  // RopeStyle
 
-enum class RopeStyle { kAdjacentPairs, kNeox };  // llama rotates (0,1),(2,3)...; qwen2 rotates halves
+namespace tps {
 
 struct ModelConfig {
   std::string arch = "llama";  // GGUF general.architecture
@@ -25,7 +25,7 @@ struct ModelConfig {
   float rms_eps = 1e-5f;
   bool tied_output = false;    // output head shares token_embd
   bool qkv_bias = false;       // qwen2
-  RopeStyle rope_style = RopeStyle::kAdjacentPairs;
+  RopeStyle rope_style = RopeStyle::kAdjacent;  // llama: (0,1),(2,3)...; qwen2: halves
 
   int64_t q_dim() const { return n_heads * head_dim; }
   int64_t kv_dim() const { return n_kv_heads * head_dim; }

@@ -4,7 +4,7 @@
 
 #include "core/error.h"
 #include "model/attention.h"
-#include "model/layer_ops.h"
+#include "kernels/ops.h"
 #include "quant/quantize.h"
 
 namespace tps {
@@ -82,8 +82,6 @@ void Transformer::grow_scratch(int64_t rows) {
   v_.resize(rows * c.kv_dim());
   gate_.resize(rows * c.ffn_dim);
   up_.resize(rows * c.ffn_dim);
-  rope_cos_.resize(rows * c.rope_dims / 2);
-  rope_sin_.resize(rows * c.rope_dims / 2);
   scratch_rows_ = rows;
 }
 
@@ -93,9 +91,6 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& kv, float* logits,
   if (rows == 0) return;
   grow_scratch(rows);
   embed(batch, pool);
-  const int64_t half = config_.rope_dims / 2;
-  for (int64_t r = 0; r < rows; ++r)
-    rope_angles(batch.positions[r], config_.rope_base, config_.rope_dims, &rope_cos_[r * half], &rope_sin_[r * half]);
   for (int64_t layer = 0; layer < config_.n_layers; ++layer) {
     attention_block(layer, batch, kv, pool);
     feed_forward_block(layer, rows, pool);
@@ -114,8 +109,7 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = static_cast<int64_t>(batch.size());
-  const int64_t half = c.rope_dims / 2;
-  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.attn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.attn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
   matmul(w.wq, xn_.data(), rows, q_.data(), pool);
   matmul(w.wk, xn_.data(), rows, k_.data(), pool);
   matmul(w.wv, xn_.data(), rows, v_.data(), pool);
@@ -125,32 +119,32 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
     float* k = &k_[r * c.kv_dim()];
     float* v = &v_[r * c.kv_dim()];
     if (c.qkv_bias) {
-      add_in_place(q, w.bq.data(), c.q_dim());
-      add_in_place(k, w.bk.data(), c.kv_dim());
-      add_in_place(v, w.bv.data(), c.kv_dim());
+      axpy(1.0f, w.bq.data(), q, c.q_dim());
+      axpy(1.0f, w.bk.data(), k, c.kv_dim());
+      axpy(1.0f, w.bv.data(), v, c.kv_dim());
     }
-    apply_rope(q, c.n_heads, c.head_dim, c.rope_dims, c.rope_style, &rope_cos_[r * half], &rope_sin_[r * half]);
-    apply_rope(k, c.n_kv_heads, c.head_dim, c.rope_dims, c.rope_style, &rope_cos_[r * half], &rope_sin_[r * half]);
-    const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
     const int64_t pos = batch.positions[r];
+    rope(q, c.n_heads, c.head_dim, pos, c.rope_base, c.rope_style);
+    rope(k, c.n_kv_heads, c.head_dim, pos, c.rope_base, c.rope_style);
+    const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
     const int32_t block = seq.block_table[pos / bt];
     std::copy(k, k + c.kv_dim(), kv.keys(layer, block) + (pos % bt) * c.kv_dim());
     std::copy(v, v + c.kv_dim(), kv.values(layer, block) + (pos % bt) * c.kv_dim());
   });
   attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
   matmul(w.wo, att_.data(), rows, proj_.data(), pool);
-  add_in_place(x_.data(), proj_.data(), rows * c.dim);
+  axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
 
 void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  for_rows(pool, rows, c.dim, [&](int64_t r) { rms_norm(&x_[r * c.dim], w.ffn_norm.data(), &xn_[r * c.dim], c.dim, c.rms_eps); });
+  for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.ffn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
   matmul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
   matmul(w.w_up, xn_.data(), rows, up_.data(), pool);
-  for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim); });
+  for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
   matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
-  add_in_place(x_.data(), proj_.data(), rows * c.dim);
+  axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
 
 void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPool& pool) {
@@ -159,7 +153,7 @@ void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPo
   int64_t n = 0;
   for (size_t r = 0; r < batch.size(); ++r)
     if (batch.want_logits[r]) {
-      rms_norm(&x_[r * dim], weights_.output_norm.data(), &xn_[n * dim], dim, config_.rms_eps);
+      rmsnorm(&x_[r * dim], weights_.output_norm.data(), dim, config_.rms_eps, &xn_[n * dim]);
       ++n;
     }
   if (n > 0) matmul(weights_.output, xn_.data(), n, logits, pool);

@@ -36,7 +36,7 @@ TEST(ModelLoad, ReadsTheConfigurationFromMetadataAndTensors) {
   EXPECT_EQ(c.vocab_size, 512);
   EXPECT_FLOAT_EQ(c.rope_base, 10000.0f);  // absent key: the default
   EXPECT_FALSE(c.tied_output);
-  EXPECT_EQ(c.rope_style, RopeStyle::kAdjacentPairs);
+  EXPECT_EQ(c.rope_style, RopeStyle::kAdjacent);
 }
 
 TEST(ModelLoad, Qwen2HasBiasesNeoxRopeAndATiedOutput) {
@@ -46,7 +46,7 @@ TEST(ModelLoad, Qwen2HasBiasesNeoxRopeAndATiedOutput) {
   EXPECT_EQ(c.arch, "qwen2");
   EXPECT_TRUE(c.qkv_bias);
   EXPECT_TRUE(c.tied_output);
-  EXPECT_EQ(c.rope_style, RopeStyle::kNeox);
+  EXPECT_EQ(c.rope_style, RopeStyle::kHalves);
   EXPECT_FLOAT_EQ(c.rope_base, 1e6f);
 }
 
