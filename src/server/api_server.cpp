@@ -362,10 +362,12 @@ void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Re
           json last = stream_chunk(g->meta, "", g->reason, nullptr);
           last["timings"] = timings_json(g->times(), g->usage());
           if (g->api.continuous_usage) last["usage"] = usage_json(g->usage());
+          // Counted before the last events go out, so a client that reads [DONE] and
+          // then scrapes /metrics sees this request.
+          record(*g, finish_reason_name(g->reason), 200);
           send(sse_event(last));
           if (g->api.include_usage) send(sse_event(usage_chunk(g->meta, g->usage())));
           send(sse_done());
-          record(*g, finish_reason_name(g->reason), 200);
           sink.done();
         }
         return true;
