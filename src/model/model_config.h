@@ -42,6 +42,10 @@ struct ModelPreset {
 };
 
 const std::vector<ModelPreset>& model_presets();
+// A dense model's config from the fields of its published config.json; qwen2 gets its
+// q/k/v biases and rotate-halves RoPE.
+ModelConfig make_model_config(std::string arch, int64_t dim, int64_t layers, int64_t heads, int64_t kv_heads,
+                              int64_t ffn, int64_t vocab, int64_t ctx, float rope_base, float eps, bool tied);
 // nullopt when the name is unknown.
 std::optional<ModelConfig> find_model_preset(const std::string& name);
 

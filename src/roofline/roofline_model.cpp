@@ -63,36 +63,18 @@ RooflineModel roofline_model_from(const ModelConfig& config) {
 
 namespace {
 
-ModelConfig dense(const std::string& arch, int64_t dim, int64_t layers, int64_t heads, int64_t kv_heads,
-                  int64_t ffn, int64_t vocab, int64_t ctx, bool tied) {
-  ModelConfig c;
-  c.arch = arch;
-  c.dim = dim;
-  c.n_layers = layers;
-  c.n_heads = heads;
-  c.n_kv_heads = kv_heads;
-  c.head_dim = dim / heads;
-  c.rope_dims = c.head_dim;
-  c.ffn_dim = ffn;
-  c.vocab_size = vocab;
-  c.context_length = ctx;
-  c.tied_output = tied;
-  c.qkv_bias = arch == "qwen2";
-  return c;
-}
-
 std::vector<RooflinePreset> build_presets() {
   std::vector<RooflinePreset> p;
   for (const auto& mp : model_presets()) p.push_back({mp.name, mp.description, roofline_model_from(mp.config)});
   // Shapes from each model's published config.json.
   p.push_back({"llama-3-70b", "meta-llama/Meta-Llama-3-70B",
-               roofline_model_from(dense("llama", 8192, 80, 64, 8, 28672, 128256, 8192, false))});
+               roofline_model_from(make_model_config("llama", 8192, 80, 64, 8, 28672, 128256, 8192, 500000.0f, 1e-5f, false))});
   p.push_back({"mistral-7b", "mistralai/Mistral-7B-v0.1",
-               roofline_model_from(dense("llama", 4096, 32, 32, 8, 14336, 32000, 32768, false))});
+               roofline_model_from(make_model_config("llama", 4096, 32, 32, 8, 14336, 32000, 32768, 10000.0f, 1e-5f, false))});
   p.push_back({"qwen2.5-72b", "Qwen/Qwen2.5-72B",
-               roofline_model_from(dense("qwen2", 8192, 80, 64, 8, 29568, 152064, 131072, false))});
+               roofline_model_from(make_model_config("qwen2", 8192, 80, 64, 8, 29568, 152064, 131072, 1000000.0f, 1e-6f, false))});
   {
-    RooflineModel m = roofline_model_from(dense("llama", 4096, 32, 32, 8, 14336, 32000, 32768, false));
+    RooflineModel m = roofline_model_from(make_model_config("llama", 4096, 32, 32, 8, 14336, 32000, 32768, 1000000.0f, 1e-5f, false));
     m.base.arch = "mixtral";
     m.n_experts = 8;
     m.n_experts_active = 2;
@@ -100,7 +82,7 @@ std::vector<RooflinePreset> build_presets() {
     p.push_back({"mixtral-8x7b", "mistralai/Mixtral-8x7B-v0.1 (46.7B resident, 12.9B active)", m});
   }
   {
-    RooflineModel m = roofline_model_from(dense("deepseek2", 2048, 27, 16, 16, 10944, 102400, 163840, false));
+    RooflineModel m = roofline_model_from(make_model_config("deepseek2", 2048, 27, 16, 16, 10944, 102400, 163840, 10000.0f, 1e-6f, false));
     m.base.head_dim = 128 + 64;
     m.n_experts = 64;
     m.n_experts_active = 6;
