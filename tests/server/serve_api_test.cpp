@@ -14,13 +14,6 @@
 namespace tps::testing {
 namespace {
 
-#define REQUIRE_MODEL(var, relative)                   \
-  const std::string var = server_fixture(relative);    \
-  if (var.empty()) GTEST_SKIP() << "fixture " << (relative) << " is absent (../shared/fixtures)"
-
-const char* kStories = "models/stories260K.gguf";
-const char* kSynthetic = "models/synthetic/llama-gqa-f32.gguf";
-
 json completion(const std::string& prompt, int max_tokens) {
   return {{"prompt", prompt}, {"max_tokens", max_tokens}, {"temperature", 0}};
 }

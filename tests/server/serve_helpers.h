@@ -136,4 +136,12 @@ inline std::map<std::string, double> wait_metrics(httplib::Client& c,
   return m;
 }
 
+// Skips the test when the fixture model is absent (a clone without ../shared).
+#define REQUIRE_MODEL(var, relative)                   \
+  const std::string var = server_fixture(relative);    \
+  if (var.empty()) GTEST_SKIP() << "fixture " << (relative) << " is absent (../shared/fixtures)"
+
+inline constexpr const char* kStories = "models/stories260K.gguf";
+inline constexpr const char* kSynthetic = "models/synthetic/llama-gqa-f32.gguf";
+
 }  // namespace tps::testing

@@ -9,13 +9,6 @@
 namespace tps::testing {
 namespace {
 
-#define REQUIRE_MODEL(var, relative)                   \
-  const std::string var = server_fixture(relative);    \
-  if (var.empty()) GTEST_SKIP() << "fixture " << (relative) << " is absent (../shared/fixtures)"
-
-const char* kStories = "models/stories260K.gguf";
-const char* kSynthetic = "models/synthetic/llama-gqa-f32.gguf";
-
 void expect_error(const Reply& r, int status, const std::string& param, const std::string& what) {
   EXPECT_EQ(r.status, status) << what << ": " << r.raw;
   ASSERT_TRUE(r.body.is_object() && r.body.contains("error")) << what << ": " << r.raw;
