@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "core/timer.h"
 #include "bench/bench_model.h"
 #include "bench/bench_plan.h"
 #include "bench/bench_report.h"
@@ -60,15 +61,6 @@ class ProgressLine {
   bool enabled_;
   bool shown_ = false;
 };
-
-std::string utc_now_iso8601() {
-  std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 int run_bench(const BenchArgs& a) {
   auto format = parse_bench_format(a.output);

@@ -116,15 +116,6 @@ double measure_compute(ThreadPool& pool, const ComputeKernel& k, int repetitions
   return best;
 }
 
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-
 std::vector<ComputeKernel> available_kernels(const CpuInfo& cpu, std::vector<ComputePeak>& absent) {
   std::vector<ComputeKernel> kernels;
   if (cpu.avx512) kernels = compute_kernels_avx512();
@@ -193,7 +184,7 @@ const ComputePeak* HardwareProfile::peak(const std::string& path) const {
 
 HardwareProfile run_probe(const ProbeOptions& options) {
   HardwareProfile prof;
-  prof.created = utc_now();
+  prof.created = utc_now_iso8601();
   prof.quick = options.quick;
   prof.cpu = detect_cpu();
   double loads[1] = {0};
