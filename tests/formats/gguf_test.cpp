@@ -8,17 +8,13 @@
 
 #include "core/error.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
-std::string temp_path(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / ("tps_gguf_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::read_all;
+using test::temp_path;
 
 std::string write_sample() {
   GgufWriter w;

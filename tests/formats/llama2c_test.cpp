@@ -13,6 +13,8 @@
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
@@ -29,14 +31,9 @@ std::string model_path(const std::string& name) { return fixtures() + "/models/"
   if (!fs::exists(model_path("stories260K.bin")))                                       \
   GTEST_SKIP() << "fixtures not found at " << fixtures() << " (set TPS_FIXTURES)"
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("tps_llama2c_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::read_all;
+using test::read_text;
+using test::temp_path;
 
 void write_all(const std::string& path, const std::vector<uint8_t>& bytes) {
   std::ofstream out(path, std::ios::binary);
@@ -158,11 +155,6 @@ TEST(Llama2c, Version1WithUnsharedClassifier) {
     float scale = r.name == "output.weight" ? 0.5f : 1.0f;
     for (int64_t i = 0; i < r.n_elements(); ++i) ASSERT_EQ(floats(*o)[i], floats(r)[i] * scale) << r.name;
   }
-}
-
-std::string read_text(const std::string& path) {
-  auto bytes = read_all(path);
-  return {bytes.begin(), bytes.end()};
 }
 
 // Converts with the command, then generates greedily from BOS with `tps run`.

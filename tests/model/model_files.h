@@ -13,6 +13,9 @@
 #include <unistd.h>
 
 #include "formats/gguf.h"
+#include "support/test_files.h"
+
+#include "support/test_files.h"
 
 namespace tps::testing {
 
@@ -42,23 +45,7 @@ struct ModelEdit {
   }
 };
 
-inline std::filesystem::path temp_dir() {
-  return std::filesystem::temp_directory_path() / ("tps_model_test_" + std::to_string(::getpid()));
-}
-
-// Removes this process's files at exit.
-struct TempDirCleanup {
-  ~TempDirCleanup() {
-    std::error_code ec;
-    std::filesystem::remove_all(temp_dir(), ec);
-  }
-};
-inline TempDirCleanup temp_dir_cleanup;
-
-inline std::string temp_path(const std::string& name) {
-  std::filesystem::create_directories(temp_dir());
-  return (temp_dir() / name).string();
-}
+using tps::test::temp_path;
 
 // Copies `source` with one edit applied; returns the new file's path.
 inline std::string write_edited(const std::string& source, const std::string& name, const ModelEdit& edit) {

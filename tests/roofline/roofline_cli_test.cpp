@@ -1,11 +1,12 @@
 // The `tps roofline` command end to end: exit codes, JSON and SVG outputs.
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include "support/test_files.h"
 
 namespace {
 
@@ -15,20 +16,13 @@ struct CliRun {
 };
 
 CliRun run(const std::string& args) {
-  std::string dir = testing::TempDir();
-  std::string out = dir + "/roofline_out.txt", err = dir + "/roofline_err.txt";
+  std::string out = tps::test::temp_path("roofline_out.txt"), err = tps::test::temp_path("roofline_err.txt");
   int status = std::system((std::string(TPS_BINARY) + " " + args + " >" + out + " 2>" + err).c_str());
-  auto slurp = [](const std::string& p) {
-    std::ifstream f(p);
-    std::stringstream ss;
-    ss << f.rdbuf();
-    return ss.str();
-  };
-  return {WEXITSTATUS(status), slurp(out), slurp(err)};
+  return {WEXITSTATUS(status), tps::test::read_text(out), tps::test::read_text(err)};
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
-  std::string path = testing::TempDir() + "/" + name;
+  std::string path = tps::test::temp_path(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -63,7 +57,7 @@ TEST(RooflineCli, JsonAndSvgFromAConfigFile) {
   std::string cfg = write_temp("config.json", R"({"model_type": "llama", "hidden_size": 2048,
       "num_hidden_layers": 22, "num_attention_heads": 32, "num_key_value_heads": 4, "intermediate_size": 5632,
       "vocab_size": 32000})");
-  std::string svg = testing::TempDir() + "/roofline.svg";
+  std::string svg = tps::test::temp_path("roofline.svg");
   CliRun r = run("roofline --config " + cfg + " --hardware l4 --weights q4_0 --batch 1,16 --json --plot " + svg +
               " --spec-draft stories260k --spec-k 3 --spec-accept 0.6");
   ASSERT_EQ(r.code, 0) << r.err;
@@ -81,7 +75,7 @@ TEST(RooflineCli, JsonAndSvgFromAConfigFile) {
 
 TEST(RooflineCli, CalibrateAndMeasuredOnAHandWrittenBench) {
   std::string bench = TPS_SOURCE_DIR "/tests/roofline/data/llamacpp_tinyllama_bench.json";
-  std::string eff = testing::TempDir() + "/eff.json";
+  std::string eff = tps::test::temp_path("eff.json");
   CliRun c = run("roofline --calibrate " + bench + " --save-efficiency " + eff);
   ASSERT_EQ(c.code, 0) << c.err;
   EXPECT_NE(c.out.find("bandwidth_fraction"), std::string::npos);

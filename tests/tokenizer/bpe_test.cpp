@@ -8,6 +8,8 @@
 #include "tokenizer/pre_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
@@ -113,7 +115,7 @@ TEST_F(Gpt2, LongInputs) {
 class BadVocab : public ::testing::Test {
  protected:
   std::unique_ptr<Tokenizer> load(GgufWriter& w) {
-    const auto path = std::filesystem::temp_directory_path() / "tps_bad_vocab_test.gguf";
+    const auto path = std::filesystem::path(tps::test::temp_path("bad_vocab.gguf"));
     w.write(path.string());
     auto file = GgufFile::open(path.string());
     std::filesystem::remove(path);
@@ -180,7 +182,7 @@ std::unique_ptr<Tokenizer> tiny_bpe(const std::string& pre, std::unique_ptr<Gguf
   w.set_string_array("tokenizer.ggml.tokens", tokens);
   w.set_string_array("tokenizer.ggml.merges", {"a b"});
   w.set_u32("tokenizer.ggml.bos_token_id", 5);
-  const auto path = std::filesystem::temp_directory_path() / "tps_tiny_bpe_test.gguf";
+  const auto path = std::filesystem::path(tps::test::temp_path("tiny_bpe.gguf"));
   w.write(path.string());
   file = GgufFile::open(path.string());
   std::filesystem::remove(path);

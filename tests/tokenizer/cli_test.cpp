@@ -8,6 +8,8 @@
 #include "fixtures.h"
 #include "formats/gguf.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
@@ -49,7 +51,7 @@ TEST(TokenizeCli, MatchesConformanceLine) {
 TEST(TokenizeCli, FileAndBosAndPieces) {
   const auto path = test::fixtures_dir() / "models" / "stories260K.gguf";
   if (!std::filesystem::exists(path)) GTEST_SKIP() << "fixture absent: " << path;
-  const auto text_file = std::filesystem::temp_directory_path() / "tps_tokenize_cli_test.txt";
+  const auto text_file = std::filesystem::path(tps::test::temp_path("tokenize_cli.txt"));
   { std::ofstream(text_file) << "Once upon a time"; }
   auto r = run_tps("tokenize -m " + quote(path.string()) + " --file " + quote(text_file.string()));
   EXPECT_EQ(r.rc, 0);
@@ -63,7 +65,8 @@ TEST(TokenizeCli, FileAndBosAndPieces) {
 }
 
 TEST(TokenizeCli, BadInputsGiveOneLineErrors) {
-  const auto dir = std::filesystem::temp_directory_path();
+  const auto dir = tps::test::temp_dir();
+  std::filesystem::create_directories(dir);
   const auto not_gguf = dir / "tps_tokenize_not_gguf.bin";
   { std::ofstream(not_gguf) << "this is not a gguf file at all"; }
   const auto no_vocab = dir / "tps_tokenize_no_vocab.gguf";

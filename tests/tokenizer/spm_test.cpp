@@ -9,6 +9,8 @@
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
@@ -156,7 +158,7 @@ TEST(SpmMerges, TokenSpanningASpaceIsFound) {
   w.set_string_array("tokenizer.ggml.tokens",
                      {"<unk>", "<s>", "</s>", "\xE2\x96\x81", "a", "b", "a\xE2\x96\x81", "\xE2\x96\x81" "a"});
   w.set_f32_array("tokenizer.ggml.scores", {0, 0, 0, -1, -1, -1, -2, -5});
-  const auto path = std::filesystem::temp_directory_path() / "tps_spm_span_test.gguf";
+  const auto path = std::filesystem::path(tps::test::temp_path("spm_span.gguf"));
   w.write(path.string());
   auto file = GgufFile::open(path.string());
   std::filesystem::remove(path);

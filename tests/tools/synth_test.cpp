@@ -14,19 +14,15 @@
 #include "quant/quantize.h"
 #include "tokenizer/tokenizer.h"
 
+#include "support/test_files.h"
+
 namespace tps {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string temp_path(const std::string& name) {
-  return (fs::temp_directory_path() / ("tps_synth_test_" + std::to_string(::getpid()) + "_" + name)).string();
-}
-
-std::vector<uint8_t> read_all(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
+using test::read_all;
+using test::temp_path;
 
 // Small enough to be quick, with rows that fit every block size (256) so no fallback.
 ModelConfig small_config() {
