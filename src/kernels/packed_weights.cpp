@@ -113,8 +113,6 @@ const PanelLayout* panel_layout(GgmlType t) {
   }
 }
 
-void PackedWeights::Free::operator()(uint8_t* p) const { std::free(p); }
-
 // Q4_0 and Q8_0 panels are the GGUF bytes rearranged (Q8_0 codes offset by 128), so
 // they are copied without decoding: fast enough to pack at load or on the fly.
 void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
@@ -211,7 +209,13 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   }
 }
 
-PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool) {
+size_t packed_bytes(const WeightMatrix& w) {
+  const PanelLayout* layout = panel_layout(w.type);
+  if (layout == nullptr) return 0;
+  return layout->group_bytes(w.cols) * static_cast<size_t>((w.rows + kPanelRows - 1) / kPanelRows);
+}
+
+PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool) {
   PackedWeights p;
   const PanelLayout* layout = panel_layout(w.type);
   if (layout == nullptr || w.rows == 0) return p;
@@ -222,15 +226,22 @@ PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool) {
   p.cols_ = w.cols;
   p.layout_ = layout;
   p.group_bytes_ = layout->group_bytes(w.cols);
-  int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
-  size_t total = p.group_bytes_ * static_cast<size_t>(groups);
-  p.data_.reset(static_cast<uint8_t*>(std::aligned_alloc(64, (total + 63) / 64 * 64)));
-  if (!p.data_) fail("pack_weights: out of memory for {} bytes", total);
+  p.data_ = memory;
   auto pack_range = [&](int64_t g0, int64_t g1, int) {
-    for (int64_t g = g0; g < g1; ++g) pack_panel(w, g, p.data_.get() + static_cast<size_t>(g) * p.group_bytes_);
+    for (int64_t g = g0; g < g1; ++g) pack_panel(w, g, memory + static_cast<size_t>(g) * p.group_bytes_);
   };
+  const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   if (pool != nullptr) pool->parallel_for(groups, 1, pack_range);
   else pack_range(0, groups, 0);
+  return p;
+}
+
+PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool) {
+  const size_t bytes = packed_bytes(w);
+  if (bytes == 0 || w.rows == 0) return {};
+  HugePageBuffer memory = allocate_huge_pages(bytes);
+  PackedWeights p = pack_weights_into(w, memory.get(), pool);
+  p.owned_ = std::move(memory);
   return p;
 }
 

@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "core/huge_pages.h"
 #include "kernels/matmul.h"
 
 namespace tps {
@@ -61,22 +62,29 @@ class PackedWeights {
   int64_t cols() const { return cols_; }
   const PanelLayout& layout() const { return *layout_; }
   size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows
-  const uint8_t* group(int64_t g) const { return data_.get() + static_cast<size_t>(g) * group_bytes_; }
+  const uint8_t* group(int64_t g) const { return data_ + static_cast<size_t>(g) * group_bytes_; }
   size_t bytes() const { return group_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
 
  private:
+  friend PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool);
   friend PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool);
-  struct Free {
-    void operator()(uint8_t* p) const;
-  };
-  std::unique_ptr<uint8_t, Free> data_;
+  HugePageBuffer owned_;  // empty when the memory belongs to the caller
+  const uint8_t* data_ = nullptr;
   GgmlType type_ = GgmlType::kF32;
   int64_t rows_ = 0, cols_ = 0;
   const PanelLayout* layout_ = nullptr;
   size_t group_bytes_ = 0;
 };
 
-// Repacks w for the SIMD kernels (empty for float types, which need no packing).
+// Bytes of w's packed form (0 for float types, which need no packing).
+size_t packed_bytes(const WeightMatrix& w);
+
+// Repacks w for the SIMD kernels into `memory` (packed_bytes(w) bytes, 64-byte aligned,
+// owned by the caller and outliving the result), so a model packs all its matrices
+// into one huge-page arena.
+PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool = nullptr);
+
+// Repacks w for the SIMD kernels into memory of its own (empty for float types).
 // Set WeightMatrix::packed to the result to use it; matmul() works without it too,
 // by packing each panel on the fly, which is correct but slower for one token.
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool = nullptr);

@@ -1,6 +1,7 @@
 #include "model/transformer.h"
 
 #include <algorithm>
+#include <cstring>
 
 #include "core/error.h"
 #include "model/attention.h"
@@ -40,11 +41,25 @@ void Transformer::pack_matrices() {
   std::vector<WeightMatrix*> matrices = {&weights_.output};
   for (LayerWeights& l : weights_.layers)
     for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
+  auto arena_bytes = [](const WeightMatrix& w) {
+    size_t bytes = panel_layout(w.type) != nullptr ? packed_bytes(w) : matrix_bytes(w);
+    return (bytes + 63) / 64 * 64;
+  };
+  size_t total = 0;
+  for (const WeightMatrix* w : matrices) total += arena_bytes(*w);
+  arena_ = allocate_huge_pages(total);
   packed_.reserve(matrices.size());  // pointers into packed_ must stay valid
   ThreadPool pool(ThreadPool::default_threads());
+  uint8_t* next = arena_.get();
   for (WeightMatrix* w : matrices) {
-    packed_.push_back(pack_weights(*w, &pool));
-    if (!packed_.back().empty()) w->packed = &packed_.back();
+    if (panel_layout(w->type) != nullptr) {
+      packed_.push_back(pack_weights_into(*w, next, &pool));
+      w->packed = &packed_.back();
+    } else {
+      std::memcpy(next, w->data, matrix_bytes(*w));
+      w->data = next;
+    }
+    next += arena_bytes(*w);
   }
 }
 

@@ -37,8 +37,10 @@ class Transformer final : public Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   size_t weight_bytes_ = 0;
-  // Load-time repacked copies of the quantized matrices, which the SIMD kernels stream
-  // best; each WeightMatrix::packed points into this.
+  // Every matrix streamed per token lives in one huge-page arena: quantized ones
+  // repacked into panels (WeightMatrix::packed points at them), float ones copied
+  // (WeightMatrix::data points at the copy) off the file mapping's 4 KiB pages.
+  HugePageBuffer arena_;
   std::vector<PackedWeights> packed_;
 
   // Scratch activations, [rows][width] each, grown on demand and reused across calls.
