@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tps {
 
@@ -50,54 +51,84 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
   apply_penalties(logits, history, params_, window_);
   if (params_.temperature <= 0.0f) return argmax(logits);
 
-  // Candidates sorted by logit, best first; top-k trims before the full sort.
+  const size_t n = logits.size();
+  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  // min-p keeps p_i >= min_p * p_max, i.e. logit_i >= max_logit + log(min_p), and always the best.
+  const float min_p_floor = params_.min_p > 0.0f ? std::min(max_logit, max_logit + std::log(params_.min_p))
+                                                 : -std::numeric_limits<float>::infinity();
   candidates_.clear();
-  for (size_t i = 0; i < logits.size(); ++i) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
-  auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
-  size_t keep = candidates_.size();
-  if (params_.top_k > 0 && static_cast<size_t>(params_.top_k) < keep) keep = params_.top_k;
-  std::partial_sort(candidates_.begin(), candidates_.begin() + keep, candidates_.end(), better);
-  candidates_.resize(keep);
+  const bool top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n;
+  if (top_k || params_.top_p < 1.0f) {
+    for (size_t i = 0; i < n; ++i) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
+    keep_top_k_and_top_p(max_logit, top_k ? static_cast<size_t>(params_.top_k) : n);
+    // Sorted best first: min-p cuts a tail.
+    size_t i = 1;
+    while (i < candidates_.size() && candidates_[i].first >= min_p_floor) ++i;
+    candidates_.resize(i);
+  } else {
+    // Nothing needs an order: the draw walks the vocabulary as it is. Sorting 32000
+    // candidates here cost milliseconds per token, on the engine thread every step.
+    for (size_t i = 0; i < n; ++i)
+      if (logits[i] >= min_p_floor) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
+  }
+  return draw(max_logit);
+}
 
-  // top-p and min-p look at the distribution before temperature (llama.cpp's chain:
-  // top-k, top-p, min-p, then temperature).
-  const float max_logit = candidates_.front().first;
+void Sampler::keep_top_k_and_top_p(float max_logit, size_t k) {
+  // Best first; equal logits by id, so the order is the same on every platform.
+  auto better = [](const auto& a, const auto& b) { return a.first > b.first || (a.first == b.first && a.second < b.second); };
+  auto first = candidates_.begin();
+  size_t sorted = 0;
+  if (k < candidates_.size()) {
+    std::partial_sort(first, first + static_cast<std::ptrdiff_t>(k), candidates_.end(), better);
+    candidates_.resize(k);
+    sorted = k;
+  }
+  if (params_.top_p >= 1.0f) return;
+  // top-p looks at the distribution left by top-k, before temperature (llama.cpp's
+  // chain: top-k, top-p, min-p, then temperature).
+  double sum = 0.0;
+  for (const auto& c : candidates_) sum += std::exp(static_cast<double>(c.first - max_logit));
+  // The smallest best-first prefix reaching top_p: sorted in growing pieces, since it is
+  // usually far shorter than the vocabulary.
+  double cumulative = 0.0;
+  const size_t n = candidates_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i == sorted) {
+      size_t next = std::min(n, std::max<size_t>(64, sorted * 4));
+      std::nth_element(first + static_cast<std::ptrdiff_t>(sorted), first + static_cast<std::ptrdiff_t>(next - 1),
+                       candidates_.end(), better);
+      std::sort(first + static_cast<std::ptrdiff_t>(sorted), first + static_cast<std::ptrdiff_t>(next), better);
+      sorted = next;
+    }
+    cumulative += std::exp(static_cast<double>(candidates_[i].first - max_logit)) / sum;
+    if (cumulative >= params_.top_p) {
+      candidates_.resize(i + 1);
+      return;
+    }
+  }
+}
+
+int32_t Sampler::draw(float max_logit) {
+  // Single-precision exp: the whole vocabulary goes through here on plain sampling, and
+  // float keeps it to tens of microseconds; the sum is still kept in double.
   probs_.resize(candidates_.size());
+  const float inv_temperature = 1.0f / params_.temperature;
   double sum = 0.0;
   for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs_[i] = std::exp(static_cast<double>(candidates_[i].first - max_logit));
-    sum += probs_[i];
-  }
-  if (params_.top_p < 1.0f) {
-    double cumulative = 0.0;
-    size_t i = 0;
-    while (i < candidates_.size()) {
-      cumulative += probs_[i] / sum;
-      ++i;
-      if (cumulative >= params_.top_p) break;
-    }
-    candidates_.resize(i);
-  }
-  if (params_.min_p > 0.0f) {
-    // p_i >= min_p * p_max, i.e. logit_i >= max_logit + log(min_p).
-    const float threshold = max_logit + std::log(params_.min_p);
-    size_t i = 1;
-    while (i < candidates_.size() && candidates_[i].first >= threshold) ++i;
-    candidates_.resize(i);
-  }
-
-  sum = 0.0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs_[i] = std::exp(static_cast<double>(candidates_[i].first - max_logit) / params_.temperature);
+    probs_[i] = std::exp((candidates_[i].first - max_logit) * inv_temperature);
     sum += probs_[i];
   }
   const double target = uniform() * sum;
   double cumulative = 0.0;
+  size_t last = 0;  // rounding may leave target past the end: the last drawable one then
   for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (probs_[i] <= 0.0f) continue;
     cumulative += probs_[i];
+    last = i;
     if (target < cumulative) return candidates_[i].second;
   }
-  return candidates_.back().second;
+  return candidates_[last].second;
 }
 
 }  // namespace tps

@@ -30,11 +30,16 @@ class Sampler {
 
  private:
   double uniform();  // in [0, 1)
+  // Leaves candidates_ (the whole vocabulary on entry) sorted best first and cut to the
+  // top k, then to the smallest prefix whose probability reaches top_p.
+  void keep_top_k_and_top_p(float max_logit, size_t k);
+  // Draws one of candidates_ from their softmax at the temperature.
+  int32_t draw(float max_logit);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
-  std::vector<double> probs_;
+  std::vector<float> probs_;
   std::vector<int32_t> window_;  // the penalties' look-back, sorted
 };
 

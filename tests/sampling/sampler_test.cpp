@@ -1,6 +1,7 @@
 #include "sampling/sampler.h"
 
 #include <cmath>
+#include <limits>
 #include <map>
 
 #include <gtest/gtest.h>
@@ -72,6 +73,29 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
   p.top_p = 0.5f;  // the first token alone reaches it
   h = histogram(p, logits_of({0.5, 0.3, 0.2}), 200);
   EXPECT_EQ(h[0], 200);
+}
+
+TEST(Sampler, TopPOverALargeVocabularyKeepsTheBestFirstPrefix) {
+  // 1000 equal logits: ties go by id, so top-p 0.5 keeps ids 0..499 (the prefix is
+  // sorted in several growing pieces on the way).
+  SamplingParams p = plain(1.0f);
+  p.top_p = 0.5f;
+  auto h = histogram(p, std::vector<float>(1000, 1.0f), 2000);
+  EXPECT_LT(h.rbegin()->first, 500);
+  EXPECT_GT(h.rbegin()->first, 400);
+}
+
+TEST(Sampler, NeverDrawsATokenMaskedToMinusInfinity) {
+  // The server masks end-of-generation tokens this way for ignore_eos.
+  const float inf = std::numeric_limits<float>::infinity();
+  for (float min_p : {0.0f, 0.1f}) {
+    SamplingParams p = plain(1.0f);
+    p.min_p = min_p;
+    auto h = histogram(p, {-inf, 0.0f, -inf, 0.5f, -inf}, 2000);
+    EXPECT_EQ(h.count(0) + h.count(2) + h.count(4), 0u);
+    EXPECT_GT(h[1], 0);
+    EXPECT_GT(h[3], h[1]);
+  }
 }
 
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
