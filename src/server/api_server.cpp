@@ -1,5 +1,6 @@
 #include "server/api_server.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -8,6 +9,7 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "server/client_connection.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
 #include "server/stop_matcher.h"
@@ -17,6 +19,13 @@ namespace tps {
 using nlohmann::json;
 
 namespace {
+
+// nginx's status for a client that closed the connection before the answer: written
+// to the access log, never sent.
+constexpr int kClientClosedRequest = 499;
+// How often a non-streaming handler looks whether its client is still there while no
+// token arrives (queued, or a long prefill).
+constexpr double kClientCheckSeconds = 0.1;
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
@@ -204,7 +213,8 @@ void ApiServer::setup_routes() {
   });
   s.set_logger([this](const httplib::Request& req, const httplib::Response& res) {
     bool generation = req.path == "/v1/completions" || req.path == "/v1/chat/completions";
-    if (generation && res.status == 200) return;  // logged with its details when it ends
+    // Logged with its details when it ends.
+    if (generation && (res.status == 200 || res.status == kClientClosedRequest)) return;
     if (res.status >= 400) metrics_.record_error(res.status);
     log_.write({{"remote", req.remote_addr}, {"method", req.method}, {"path", req.path}, {"status", res.status}});
   });
@@ -301,12 +311,20 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
   if (g->api.stream) {
     respond_stream(g, res);
   } else {
-    respond_plain(g, res);
+    respond_plain(g, req, res);
   }
 }
 
-void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, const httplib::Request& req,
+                              httplib::Response& res) {
+  const ClientConnection client(req);
   while (!g->done()) {
+    if (client.closed()) {
+      g->stream->cancel();  // frees the sequence's blocks at the engine's next step
+      record(*g, "cancelled", kClientClosedRequest);
+      res.status = kClientClosedRequest;
+      return;
+    }
     if (now_seconds() >= g->deadline) {
       g->stream->cancel();
       record(*g, "timeout", 408);
@@ -314,7 +332,7 @@ void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, httplib::Res
                                "request_timeout", "timeout_error"));
       return;
     }
-    g->pull(g->deadline, g->logprobs);
+    g->pull(std::min(now_seconds() + kClientCheckSeconds, g->deadline), g->logprobs);
   }
   json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
   send_json(res, 200, completion_body(g->meta, g->text, g->reason, lps, g->usage(), g->times()));

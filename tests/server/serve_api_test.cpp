@@ -28,18 +28,29 @@ const std::vector<std::string> kPrompts = {
     "A girl named Sue",    "The boy saw a",       "In the park",         "Max liked to",
     "The cat was sad",     "Ben found a box",     "It was a cold day",   "Mia and Tim went"};
 
-// Opens a streaming request on a raw socket, reads a little of the answer and hangs up.
-bool stream_then_disconnect(int port, const json& body) {
+// Sends a completion request on a raw socket and returns the socket (-1 on failure),
+// so the test can hang up whenever it likes.
+int send_raw_request(int port, const json& body) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) return false;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
   std::string b = body.dump();
   std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                     std::to_string(b.size()) + "\r\n\r\n" + b;
   send(fd, req.data(), req.size(), 0);
+  return fd;
+}
+
+// Opens a streaming request, reads a little of the answer and hangs up.
+bool stream_then_disconnect(int port, const json& body) {
+  int fd = send_raw_request(port, body);
+  if (fd < 0) return false;
   std::string got;
   char buf[4096];
   while (std::count(got.begin(), got.end(), '\n') < 20) {
@@ -243,6 +254,31 @@ TEST(Serve, ClientDisconnectCancelsTheRequestAndFreesItsBlocks) {
   EXPECT_LT(m["tps_generated_tokens_total"], 2000);
   EXPECT_EQ(m["tps_requests_running"], 0);
   EXPECT_EQ(m["tps_kv_blocks_used"], 0);
+}
+
+TEST(Serve, NonStreamingClientDisconnectCancelsTheRequestAndFreesItsBlocks) {
+  REQUIRE_MODEL(model, kSynthetic);
+  ServeProcess server;
+  ASSERT_EQ(server.start(model, {"--ctx-size", "2048"}), "");
+  json req = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}};
+  int fd = send_raw_request(server.port(), req);
+  ASSERT_GE(fd, 0);
+  auto c = server.client();
+  // Hang up only once the sequence holds blocks: then they must come back.
+  auto running = wait_metrics(*c, [](auto& m) { return m["tps_requests_running"] == 1 && m["tps_kv_blocks_used"] > 0; });
+  EXPECT_GT(running["tps_kv_blocks_used"], 0);
+  close(fd);
+  auto m = wait_metrics(*c, [](auto& m) {
+    return m["tps_requests_finished_total{reason=\"cancelled\"}"] == 1 && m["tps_kv_blocks_used"] == 0;
+  });
+  EXPECT_EQ(m["tps_requests_finished_total{reason=\"cancelled\"}"], 1);
+  EXPECT_EQ(m["tps_requests_finished_total{reason=\"length\"}"], 0);
+  EXPECT_LT(m["tps_generated_tokens_total"], 2000);
+  EXPECT_EQ(m["tps_requests_running"], 0);
+  EXPECT_EQ(m["tps_kv_blocks_used"], 0);
+  // The server goes on serving.
+  Reply ok = post(*c, "/v1/completions", completion("Once upon a time", 2));
+  EXPECT_EQ(ok.status, 200) << ok.raw;
 }
 
 TEST(Serve, MetricsParseAndCountersAddUp) {
