@@ -128,7 +128,7 @@ BenchResults read_measured(const std::string& path, const RooflineArgs& a, const
   nlohmann::json j = read_results_json(path);
   if (!is_load_results(j)) return parse_bench_results(j, path);
   if (!lm) fail("{} is a tps load result: give the served model with --preset, --config or --model", path);
-  BenchRow row;
+  MeasuredRun row;
   row.model = lm->model;
   row.model_label = lm->model.base.name;
   row.weight_type = !a.weights.empty() ? a.weights[0] : !lm->weight_type.empty() ? lm->weight_type : "f16";

@@ -30,6 +30,12 @@ void check_shape(const WeightMatrix& w) {
     fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
+// Items per grab when threads share `items` dynamically: about 8 grabs per thread,
+// few enough that the shared counter costs nothing, many enough to even out.
+int64_t dynamic_grain(int64_t items, const ThreadPool& pool) {
+  return std::max<int64_t>(1, items / (8 * pool.size()));
+}
+
 // row_bytes 0 means rows are packed back to back.
 WeightMatrix with_row_bytes(const WeightMatrix& w) {
   WeightMatrix m = w;
@@ -67,14 +73,15 @@ void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, i
   if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
   else quantize_tokens(0, n_tokens, 0);
 
-  // Each thread takes a range of 16-row panels. Tokens go in chunks so one chunk's
-  // activations stay in L2 while the thread's panels stream past them (a panel is
-  // reused by every token of the chunk from L1). Unpacked weights are packed panel by
-  // panel here, once per call, so then all tokens form one chunk.
+  // Threads take ranges of 16-row panels as they become free (a fixed split loses the
+  // difference whenever other tenants of a shared machine slow one core). Tokens go in
+  // chunks so one chunk's activations stay in L2 while the panels stream past them (a
+  // panel is reused by every token of the chunk from L1). Unpacked weights are packed
+  // panel by panel here, once per call, so then all tokens form one chunk.
   const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w.packed != nullptr ? 64 : n_tokens;
-  pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+  pool.parallel_for_dynamic(groups, dynamic_grain(groups, pool), [&](int64_t g0, int64_t g1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
       int64_t t1 = std::min(n_tokens, t0 + chunk);
@@ -105,8 +112,9 @@ void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float
   } else if (panel_layout(w.type) != nullptr) {
     matmul_panels(*k, w, x, n_tokens, y, pool);
   } else {
-    // Small grains keep both threads busy on short matrices; 4 rows is the kernel tile.
-    pool.parallel_for(w.rows, 4, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
+    // Grains are whole 4-row kernel tiles.
+    const int64_t grain = 4 * dynamic_grain((w.rows + 3) / 4, pool);
+    pool.parallel_for_dynamic(w.rows, grain, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
   }
 }
 

@@ -48,6 +48,7 @@ void Transformer::pack_matrices() {
   size_t total = 0;
   for (const WeightMatrix* w : matrices) total += arena_bytes(*w);
   arena_ = allocate_huge_pages(total);
+  arena_bytes_ = total;
   packed_.reserve(matrices.size());  // pointers into packed_ must stay valid
   ThreadPool pool(ThreadPool::default_threads());
   uint8_t* next = arena_.get();
