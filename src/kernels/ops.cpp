@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>

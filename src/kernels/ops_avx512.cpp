@@ -1,4 +1,5 @@
 // kernels/ops_impl.inc compiled for AVX512.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
