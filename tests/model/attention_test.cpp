@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "support/scoped_isa.h"
 
 namespace tps {
 namespace {
@@ -18,22 +19,12 @@ struct Case {
   int64_t n_heads, n_kv_heads, head_dim, block_tokens;
 };
 
-class Attention : public testing::TestWithParam<std::tuple<Isa, Case>> {
- protected:
-  void SetUp() override {
-    if (!cpu_supports(isa())) GTEST_SKIP() << "CPU lacks " << isa_name(isa());
-    saved_ = active_isa();
-    set_active_isa(isa());
-  }
-  void TearDown() override {
-    if (cpu_supports(isa())) set_active_isa(saved_);
-  }
-  Isa isa() const { return std::get<0>(GetParam()); }
-  Isa saved_ = Isa::kScalar;
-};
+class Attention : public testing::TestWithParam<std::tuple<Isa, Case>> {};
 
 TEST_P(Attention, MatchesDirectSoftmaxOverEveryPosition) {
-  const Case c = std::get<1>(GetParam());
+  const auto [isa, c] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  test::ScopedIsa forced(isa);
   ModelConfig config;
   config.n_layers = 2;
   config.n_heads = c.n_heads;
