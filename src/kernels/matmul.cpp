@@ -66,9 +66,11 @@ void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, i
   a.sum32 = a.d + n_tokens * nb32;
   a.sum16 = a.sum32 + n_tokens * nb32;
   auto quantize_tokens = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t)
-      k.quantize_activations(x + t * cols, cols, a.q + t * cols, a.d + t * nb32, a.sum16 + t * nb16,
-                             a.sum32 + t * nb32);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g0 = a.group_start(t), j = t - g0, n = a.group_size(t);
+      k.quantize_activations(x + t * cols, cols, a.q + g0 * cols + 32 * j, a.d + g0 * nb32 + j, a.sum16 + g0 * nb16 + j,
+                             a.sum32 + g0 * nb32 + j, n);
+    }
   };
   if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
   else quantize_tokens(0, n_tokens, 0);
@@ -118,7 +120,8 @@ void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float
   }
 }
 
-void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32) {
+void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
+                                 int64_t stride) {
   for (int64_t b = 0; b < cols / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
@@ -127,13 +130,13 @@ void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float*
     int sums[2] = {0, 0};
     for (int j = 0; j < 32; ++j) {
       int v = static_cast<int>(std::nearbyint(xb[j] * id));
-      q[b * 32 + j] = static_cast<int8_t>(v);
+      q[b * 32 * stride + j] = static_cast<int8_t>(v);
       sums[j / 16] += v;
     }
-    d[b] = db;
-    sum16[2 * b] = db * static_cast<float>(sums[0]);
-    sum16[2 * b + 1] = db * static_cast<float>(sums[1]);
-    sum32[b] = db * static_cast<float>(sums[0] + sums[1]);
+    d[b * stride] = db;
+    sum16[2 * b * stride] = db * static_cast<float>(sums[0]);
+    sum16[(2 * b + 1) * stride] = db * static_cast<float>(sums[1]);
+    sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
   }
 }
 
