@@ -30,6 +30,8 @@ struct PhaseResult {
   Spread tokens_per_s;
   CaseCost cost;
   RooflineFigures figures;
+  Spread stream_gbps;      // the in-run read baseline (decode phases; else empty)
+  double mbu_stream = 0;   // achieved_gbps / stream_gbps.mean
 };
 
 struct BenchRow {

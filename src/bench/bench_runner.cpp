@@ -8,6 +8,7 @@
 #include "bench/bench_cost.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "roofline/probe.h"
 
 namespace tps {
 
@@ -100,8 +101,11 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPoo
   progress("warm-up");
   // The warm-up touches every weight page and scratch buffer; a few decode steps do that.
   run_once(c, std::min<int64_t>(c.gen, 4), pool);
-  std::vector<double> main, prefill;
+  std::vector<double> main, prefill, stream;
+  const std::span<const uint8_t> weights = model_.streamed_weights();
+  const bool baseline = c.kind != BenchKind::kPrefill && !weights.empty();
   for (int r = 0; r < repetitions; ++r) {
+    if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
     progress(fmt::format("rep {}/{}", r + 1, repetitions));
     Timing t = run_once(c, c.gen, pool);
     switch (c.kind) {
@@ -113,7 +117,8 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPoo
         break;
     }
   }
-  return {c, spread_of(std::move(main)), spread_of(std::move(prefill))};
+  if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
+  return {c, spread_of(std::move(main)), spread_of(std::move(prefill)), spread_of(std::move(stream))};
 }
 
 }  // namespace tps

@@ -25,6 +25,10 @@ struct BenchMeasurement {
   BenchCase bench_case;
   Spread tokens_per_s;          // pp: prompt tokens/s; tg and batched: generated tokens/s
   Spread prefill_tokens_per_s;  // batched only: the B prompts' prefill
+  // Decode and batched: GB/s of a plain streaming read of the model's weights, timed
+  // before each repetition and after the last, so decode has a baseline measured under
+  // the same conditions (on a shared machine, bandwidth moves minute to minute).
+  Spread stream_gbps;
 };
 
 class BenchRunner {

@@ -29,8 +29,8 @@ void print_profile(const HardwareProfile& p) {
   std::vector<int> threads;
   for (const auto& b : p.bandwidth)
     if (std::find(threads.begin(), threads.end(), b.threads) == threads.end()) threads.push_back(b.threads);
-  fmt::print("\nstreaming read bandwidth, GB/s (best of the timing windows)\n{:>10}", "buffer");
-  for (int t : threads) fmt::print(" {:>9}", fmt::format("{} thr", t));
+  fmt::print("\nstreaming read bandwidth, GB/s: sustained (median window) / peak (best window)\n{:>10}", "buffer");
+  for (int t : threads) fmt::print(" {:>13}", fmt::format("{} thr", t));
   fmt::print("\n");
   std::vector<int64_t> sizes;
   for (const auto& b : p.bandwidth)
@@ -39,7 +39,7 @@ void print_profile(const HardwareProfile& p) {
     fmt::print("{:>10}", human_bytes(s));
     for (int t : threads)
       for (const auto& b : p.bandwidth)
-        if (b.bytes == s && b.threads == t) fmt::print(" {:>9.1f}", b.gbps);
+        if (b.bytes == s && b.threads == t) fmt::print(" {:>13}", fmt::format("{:.1f} / {:.1f}", b.gbps, b.peak_gbps));
     fmt::print("\n");
   }
   fmt::print("\npeak compute, Gops/s (multiply-add = 2 ops)\n{:>10} {:>24}", "path", "instructions");
@@ -50,7 +50,8 @@ void print_profile(const HardwareProfile& p) {
     for (const auto& t : pk.by_threads) fmt::print(" {:>9.1f}", t.ops_per_s / 1e9);
     fmt::print("\n");
   }
-  fmt::print("\ndram_read_gbps (largest buffer, {} threads): {:.1f}\n", p.threads, p.dram_read_gbps);
+  fmt::print("\ndram_read_gbps (largest buffer, {} threads, sustained): {:.1f} (peak {:.1f})\n", p.threads,
+             p.dram_read_gbps, p.dram_read_peak_gbps);
   if (p.load_average > 0.5)
     fmt::print("note: the load average was {:.1f} when the probe started: other processes shared the CPUs, "
                "so these figures may read low\n", p.load_average);

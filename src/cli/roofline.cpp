@@ -1,10 +1,12 @@
 // `tps roofline`: predicted speed of a model on a device from bytes and FLOPs, the
 // hardware database, and the efficiency of measured runs (docs/roofline.md).
+#include <algorithm>
 #include <fstream>
 #include <memory>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -27,7 +29,8 @@ struct RooflineArgs {
   int spec_k = 4;
   double spec_accept = 0.7, spec_cost = 0;
   bool json = false;
-  std::string plot, measured, calibrate, efficiency_file, save_efficiency;
+  std::string plot, efficiency_file, save_efficiency;
+  std::vector<std::string> measured, calibrate;  // result files, rows merged
   double eff_bandwidth = 0, eff_compute = 0, layer_latency_us = -1;
 };
 
@@ -128,7 +131,7 @@ BenchResults read_measured(const std::string& path, const RooflineArgs& a, const
   nlohmann::json j = read_results_json(path);
   if (!is_load_results(j)) return parse_bench_results(j, path);
   if (!lm) fail("{} is a tps load result: give the served model with --preset, --config or --model", path);
-  BenchRow row;
+  MeasuredRun row;
   row.model = lm->model;
   row.model_label = lm->model.base.name;
   row.weight_type = !a.weights.empty() ? a.weights[0] : !lm->weight_type.empty() ? lm->weight_type : "f16";
@@ -139,6 +142,22 @@ BenchResults read_measured(const std::string& path, const RooflineArgs& a, const
   return bench_results_from_load(j, path, row);
 }
 
+// The rows of several result files together (the first embedded profile counts).
+BenchResults read_all_measured(const std::vector<std::string>& paths, const RooflineArgs& a,
+                               const std::optional<LoadedModel>& lm) {
+  BenchResults all;
+  for (const std::string& path : paths) {
+    BenchResults res = read_measured(path, a, lm);
+    all.rows.insert(all.rows.end(), res.rows.begin(), res.rows.end());
+    if (!all.profile) all.profile = res.profile;
+  }
+  return all;
+}
+
+bool any_load_results(const std::vector<std::string>& paths) {
+  return std::any_of(paths.begin(), paths.end(), [](const std::string& p) { return is_load_results(read_results_json(p)); });
+}
+
 int run_roofline(const RooflineArgs& a) {
   if (a.hardware == "list") {
     std::fputs(render_hardware_list().c_str(), stdout);
@@ -147,25 +166,25 @@ int run_roofline(const RooflineArgs& a) {
   Efficiency eff = efficiency_from_args(a);
   std::optional<LoadedModel> lm = load_model(a);
   if (!a.calibrate.empty()) {
-    BenchResults res = read_measured(a.calibrate, a, lm);
+    BenchResults res = read_all_measured(a.calibrate, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     Efficiency before = eff;
     eff = calibrate(res.rows, hs, before);
     if (!a.save_efficiency.empty()) write_file(a.save_efficiency, efficiency_to_json(eff).dump(2) + "\n");
     // With a model given only to describe a tps load file, stop after the calibration too.
-    if (a.measured.empty() && (!lm || is_load_results(read_results_json(a.calibrate)))) {
+    if (a.measured.empty() && (!lm || any_load_results(a.calibrate))) {
       if (a.json) {
         fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                           {"rows", measured_json(res, hs, eff)}}.dump(2));
       } else {
-        fmt::print("calibrated on {} run(s) of {}:\n{}\n\n{}", res.rows.size(), a.calibrate,
+        fmt::print("calibrated on {} run(s) of {}:\n{}\n\n{}", res.rows.size(), fmt::join(a.calibrate, ", "),
                    efficiency_to_json(eff).dump(2), measured_table(res, hs, eff, &before));
       }
       return 0;
     }
   }
   if (!a.measured.empty()) {
-    BenchResults res = read_measured(a.measured, a, lm);
+    BenchResults res = read_all_measured(a.measured, a, lm);
     HardwareSource hs = hardware_source(a, &res);
     if (a.json) fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
                                                   {"rows", measured_json(res, hs, eff)}}.dump(2));
@@ -259,8 +278,10 @@ const CommandRegistration kRoofline{
       sub.add_option("--spec-cost", a->spec_cost, "draft/target step time ratio c (default: from the roofline)");
       sub.add_flag("--json", a->json, "print JSON instead of tables");
       sub.add_option("--plot", a->plot, "write an SVG roofline chart");
-      sub.add_option("--measured", a->measured, "tps bench / tps load result JSON: MBU, MFU, bound per run");
-      sub.add_option("--calibrate", a->calibrate, "fit the efficiency fractions to the runs of a result JSON");
+      sub.add_option("--measured", a->measured, "tps bench / tps load result JSONs (comma list): MBU, MFU, bound per run")
+          ->delimiter(',');
+      sub.add_option("--calibrate", a->calibrate, "fit the efficiency fractions to the runs of result JSONs (comma list)")
+          ->delimiter(',');
       sub.add_option("--save-efficiency", a->save_efficiency, "write the calibrated fractions here");
       sub.add_option("--efficiency", a->efficiency_file, "read efficiency fractions (as saved by --save-efficiency)");
       sub.add_option("--eff-bandwidth", a->eff_bandwidth, "achievable fraction of peak bandwidth (default 0.8)");

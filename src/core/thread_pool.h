@@ -44,6 +44,21 @@ class ThreadPool {
     });
   }
 
+  // Hands out [0, n) in grains to whichever thread is free next: for work items of
+  // uneven cost (causal attention rows), where a fixed split leaves a thread idle.
+  template <typename F>
+  void parallel_for_dynamic(int64_t n, int64_t grain, F&& fn) {
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n <= grain) {
+      fn(int64_t{0}, n, 0);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    run([&](int ti, int) {
+      for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;) fn(b, std::min(n, b + grain), ti);
+    });
+  }
+
   // The default thread count: the cores this process may run on.
   static int default_threads();
 

@@ -30,6 +30,12 @@ void check_shape(const WeightMatrix& w) {
     fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
+// Items per grab when threads share `items` dynamically: about 8 grabs per thread,
+// few enough that the shared counter costs nothing, many enough to even out.
+int64_t dynamic_grain(int64_t items, const ThreadPool& pool) {
+  return std::max<int64_t>(1, items / (8 * pool.size()));
+}
+
 // row_bytes 0 means rows are packed back to back.
 WeightMatrix with_row_bytes(const WeightMatrix& w) {
   WeightMatrix m = w;
@@ -60,21 +66,24 @@ void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, i
   a.sum32 = a.d + n_tokens * nb32;
   a.sum16 = a.sum32 + n_tokens * nb32;
   auto quantize_tokens = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t)
-      k.quantize_activations(x + t * cols, cols, a.q + t * cols, a.d + t * nb32, a.sum16 + t * nb16,
-                             a.sum32 + t * nb32);
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t g0 = a.group_start(t), j = t - g0, n = a.group_size(t);
+      k.quantize_activations(x + t * cols, cols, a.q + g0 * cols + 32 * j, a.d + g0 * nb32 + j, a.sum16 + g0 * nb16 + j,
+                             a.sum32 + g0 * nb32 + j, n);
+    }
   };
   if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
   else quantize_tokens(0, n_tokens, 0);
 
-  // Each thread takes a range of 16-row panels. Tokens go in chunks so one chunk's
-  // activations stay in L2 while the thread's panels stream past them (a panel is
-  // reused by every token of the chunk from L1). Unpacked weights are packed panel by
-  // panel here, once per call, so then all tokens form one chunk.
+  // Threads take ranges of 16-row panels as they become free (a fixed split loses the
+  // difference whenever other tenants of a shared machine slow one core). Tokens go in
+  // chunks so one chunk's activations stay in L2 while the panels stream past them (a
+  // panel is reused by every token of the chunk from L1). Unpacked weights are packed
+  // panel by panel here, once per call, so then all tokens form one chunk.
   const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w.packed != nullptr ? 64 : n_tokens;
-  pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+  pool.parallel_for_dynamic(groups, dynamic_grain(groups, pool), [&](int64_t g0, int64_t g1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
       int64_t t1 = std::min(n_tokens, t0 + chunk);
@@ -105,12 +114,14 @@ void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float
   } else if (panel_layout(w.type) != nullptr) {
     matmul_panels(*k, w, x, n_tokens, y, pool);
   } else {
-    // Small grains keep both threads busy on short matrices; 4 rows is the kernel tile.
-    pool.parallel_for(w.rows, 4, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
+    // Grains are whole 4-row kernel tiles.
+    const int64_t grain = 4 * dynamic_grain((w.rows + 3) / 4, pool);
+    pool.parallel_for_dynamic(w.rows, grain, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
   }
 }
 
-void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32) {
+void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
+                                 int64_t stride) {
   for (int64_t b = 0; b < cols / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
@@ -119,13 +130,13 @@ void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float*
     int sums[2] = {0, 0};
     for (int j = 0; j < 32; ++j) {
       int v = static_cast<int>(std::nearbyint(xb[j] * id));
-      q[b * 32 + j] = static_cast<int8_t>(v);
+      q[b * 32 * stride + j] = static_cast<int8_t>(v);
       sums[j / 16] += v;
     }
-    d[b] = db;
-    sum16[2 * b] = db * static_cast<float>(sums[0]);
-    sum16[2 * b + 1] = db * static_cast<float>(sums[1]);
-    sum32[b] = db * static_cast<float>(sums[0] + sums[1]);
+    d[b * stride] = db;
+    sum16[2 * b * stride] = db * static_cast<float>(sums[0]);
+    sum16[(2 * b + 1) * stride] = db * static_cast<float>(sums[1]);
+    sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
   }
 }
 

@@ -34,7 +34,8 @@ inline float hmax_ps(__m256 v) {
   return _mm_cvtss_f32(s);
 }
 
-void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32) {
+void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
+                          int64_t stride) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   for (int64_t b = 0; b < cols / 32; ++b) {
     __m256 v[4];
@@ -49,12 +50,12 @@ void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, flo
     for (int i = 0; i < 4; ++i) qi[i] = _mm256_cvtps_epi32(_mm256_mul_ps(v[i], vid));
     __m256i p = _mm256_packs_epi16(_mm256_packs_epi32(qi[0], qi[1]), _mm256_packs_epi32(qi[2], qi[3]));
     p = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b), p);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(q + 32 * b * stride), p);
     int s0 = hsum_epi32(_mm256_add_epi32(qi[0], qi[1])), s1 = hsum_epi32(_mm256_add_epi32(qi[2], qi[3]));
-    d[b] = db;
-    sum16[2 * b] = db * static_cast<float>(s0);
-    sum16[2 * b + 1] = db * static_cast<float>(s1);
-    sum32[b] = db * static_cast<float>(s0 + s1);
+    d[b * stride] = db;
+    sum16[2 * b * stride] = db * static_cast<float>(s0);
+    sum16[(2 * b + 1) * stride] = db * static_cast<float>(s1);
+    sum32[b * stride] = db * static_cast<float>(s0 + s1);
   }
 }
 
@@ -82,16 +83,13 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
   __m256 super_d = _mm256_setzero_ps(), super_neg_dmin = _mm256_setzero_ps();
   const __m256 neg_offset = _mm256_set1_ps(kMode == CodeMode::kSigned8 ? 0.0f : -static_cast<float>(layout.offset));
   const __m256i low4 = _mm256_set1_epi8(0x0F), ones = _mm256_set1_epi16(1), flip = _mm256_set1_epi8(-128);
-  const int8_t* xq[T];
-  const float* xd[T];
-  const float* xs[T];
+  // The tile's tokens t0 + t are tokens j0 + t of one group of group_n (Q8Activations).
+  const int64_t g0 = a.group_start(t0), j0 = t0 - g0, group_n = a.group_size(t0);
+  const int8_t* xq = a.q + g0 * cols + 32 * j0;
+  const float* xd = a.d + g0 * nb32 + j0;
+  const float* xs = kBlock == 32 ? a.sum32 + g0 * nb32 + j0 : a.sum16 + g0 * (cols / 16) + j0;
   __m256 out[T];
-  for (int t = 0; t < T; ++t) {
-    xq[t] = a.q + (t0 + t) * cols;
-    xd[t] = a.d + (t0 + t) * nb32;
-    xs[t] = kBlock == 32 ? a.sum32 + (t0 + t) * nb32 : a.sum16 + (t0 + t) * (cols / 16);
-    out[t] = _mm256_setzero_ps();
-  }
+  for (int t = 0; t < T; ++t) out[t] = _mm256_setzero_ps();
   panel += 32 * h;
   for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
     if constexpr (kK) {
@@ -128,12 +126,13 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
       else m = _mm256_mul_ps(s, neg_offset);
     }
     const int64_t e = b * kBlock, db = e / 32;
+    const int8_t* qb = xq + db * 32 * group_n + e % 32;
     for (int t = 0; t < T; ++t) {
       __m256i acc = _mm256_setzero_si256();
       for (int k0 = 0; k0 < kGroups; k0 += kPairsPerWiden) {
         __m256i pairs = _mm256_setzero_si256();
         for (int k = k0; k < k0 + kPairsPerWiden; ++k) {
-          __m256i xv = broadcast_u32(xq[t] + e + 4 * k);
+          __m256i xv = broadcast_u32(qb + 32 * t + 4 * k);
           if constexpr (kMode == CodeMode::kSigned8) {
             __m256i ws = _mm256_xor_si256(w[k], flip);
             pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(ws), _mm256_sign_epi8(xv, ws));
@@ -143,8 +142,8 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
         }
         acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
       }
-      out[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_mul_ps(s, _mm256_set1_ps(xd[t][db])), out[t]);
-      if constexpr (kMode != CodeMode::kSigned8) out[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(xs[t][b]), out[t]);
+      out[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc), _mm256_mul_ps(s, _mm256_set1_ps(xd[db * group_n + t])), out[t]);
+      if constexpr (kMode != CodeMode::kSigned8) out[t] = _mm256_fmadd_ps(m, _mm256_set1_ps(xs[b * group_n + t]), out[t]);
     }
   }
   int64_t n = std::min<int64_t>(8, rows - r0 - 8 * h);

@@ -2,6 +2,7 @@
 // The per-ISA pieces behind matmul(). The driver (matmul.cpp) quantizes activations,
 // splits rows over threads and feeds 16-row weight panels or float rows to the
 // kernels of the chosen ISA; the scalar path is the plain dequantize-and-dot loop.
+#include <algorithm>
 #include <cstdint>
 
 #include "kernels/matmul.h"
@@ -9,20 +10,33 @@
 
 namespace tps {
 
-// Activations quantized to int8 per block of 32 (the integer kernels' other operand):
-// token t's codes at q + t * cols, scales d[t * cols / 32 + b]; sum16/sum32 hold
-// d * (sum of the codes) per 16 / 32 elements, for the weight bias terms.
+// Activations quantized to int8 per block of 32 (the integer kernels' other operand),
+// with scales d per block and sum16/sum32 = d * (sum of the codes) per 16 / 32 elements
+// for the weight bias terms. Tokens are stored in groups of kGroup, the kernels' token
+// tile: within a group, the same block of every token sits together, so a tile reads
+// all its tokens through one pointer at fixed offsets (a pointer per token would not
+// fit in the registers). Group g holds tokens [kGroup g, kGroup g + n) with
+// n = group_size(); its token j's 32-block b has codes at
+//   q + kGroup g cols + b (32 n) + 32 j,  scale d[kGroup g nb32 + b n + j],
+// sum32 like d, and sum16[kGroup g nb16 + b16 n + j].
 struct Q8Activations {
+  static constexpr int64_t kGroup = 8;
   int64_t n_tokens = 0, cols = 0;
   int8_t* q = nullptr;
   float* d = nullptr;
   float* sum16 = nullptr;
   float* sum32 = nullptr;
+
+  int64_t group_start(int64_t t) const { return t - t % kGroup; }
+  int64_t group_size(int64_t t) const { return std::min(kGroup, n_tokens - group_start(t)); }
 };
 
 struct IsaKernels {
-  // Quantizes one token's cols (a multiple of 32) activations.
-  void (*quantize_activations)(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32);
+  // Quantizes one token's cols (a multiple of 32) activations; its consecutive blocks
+  // are `stride` apart (in 32-byte units for q, in floats for d, sum16, sum32), the
+  // group layout above (stride 1: one token alone, contiguous).
+  void (*quantize_activations)(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
+                               int64_t stride);
   // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
   void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                 float* y, int64_t rows, int64_t r0);
@@ -35,7 +49,8 @@ const IsaKernels* isa_kernels_avx2();
 const IsaKernels* isa_kernels_avx512();
 
 // The scalar reference of quantize_activations (SIMD versions must match it exactly).
-void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32);
+void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
+                                 int64_t stride);
 
 void matmul_scalar(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 

@@ -1,5 +1,6 @@
 #include "kernels/ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -16,7 +17,8 @@ namespace ops_baseline {
 
 const OpsKernels& ops_kernels_baseline() {
   static constexpr OpsKernels k{ops_baseline::dot,     ops_baseline::axpy,     ops_baseline::rmsnorm,
-                                ops_baseline::softmax, ops_baseline::silu_mul, ops_baseline::rope};
+                                ops_baseline::softmax, ops_baseline::silu_mul, ops_baseline::rope,
+                                ops_baseline::attend_keys};
   return k;
 }
 
@@ -48,6 +50,11 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 void softmax(float* x, int64_t n) { active().softmax(x, n); }
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().silu_mul(gate, up, n, out); }
+
+void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt, int64_t kt_stride, const float* v,
+                 int64_t v_stride, int64_t n, float* m, float* l, float* o) {
+  active().attend_keys(q, n_q, head_dim, kt, kt_stride, v, v_stride, n, m, l, o);
+}
 
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style) {
   thread_local std::vector<float> table;

@@ -1,4 +1,5 @@
 // kernels/ops_impl.inc compiled for AVX2.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +13,8 @@ namespace ops_avx2 {
 
 const OpsKernels& ops_kernels_avx2() {
   static constexpr OpsKernels k{ops_avx2::dot, ops_avx2::axpy, ops_avx2::rmsnorm,
-                                ops_avx2::softmax, ops_avx2::silu_mul, ops_avx2::rope};
+                                ops_avx2::softmax, ops_avx2::silu_mul, ops_avx2::rope,
+                                ops_avx2::attend_keys};
   return k;
 }
 

@@ -10,36 +10,37 @@ namespace tps {
 
 namespace {
 
-// One query head of one row: online softmax over the row's positions, block by block.
-void attend_head(const float* q, const SequenceBlocks& seq, int64_t position, const KvCache& kv, int64_t layer,
-                 int64_t kv_offset, int64_t head_dim, float scale, float* scores, float* acc, float* out) {
+// Per-thread state of one work item: the group's scaled queries, running max and sum
+// per head, unnormalized outputs.
+struct GroupState {
+  float* q;
+  float* m;
+  float* l;
+  float* o;
+};
+
+// The query heads of KV head `kv_head` for one row, over positions 0..position.
+void attend_group(const float* q, const SequenceBlocks& seq, int64_t position, const KvCache& kv, int64_t layer,
+                  int64_t kv_head, int64_t group, int64_t head_dim, float scale, GroupState s, float* out) {
   const int64_t bt = kv.block_tokens();
   const int64_t stride = kv.kv_dim();
-  float running_max = -std::numeric_limits<float>::infinity();
-  float running_sum = 0.0f;
-  std::fill(acc, acc + head_dim, 0.0f);
+  for (int64_t i = 0; i < group * head_dim; ++i) s.q[i] = q[i] * scale;
+  std::fill(s.m, s.m + group, -std::numeric_limits<float>::infinity());
+  std::fill(s.l, s.l + group, 0.0f);
+  std::fill(s.o, s.o + group * head_dim, 0.0f);
   for (int64_t start = 0; start <= position; start += bt) {
     const int32_t block = seq.block_table[start / bt];
     const int64_t n = std::min(bt, position + 1 - start);
-    const float* keys = kv.keys(layer, block) + kv_offset;
-    const float* values = kv.values(layer, block) + kv_offset;
-    float block_max = running_max;
-    for (int64_t j = 0; j < n; ++j) {
-      scores[j] = dot(q, keys + j * stride, head_dim) * scale;
-      block_max = std::max(block_max, scores[j]);
-    }
-    const float correction = std::exp(running_max - block_max);
-    running_sum *= correction;
-    for (int64_t d = 0; d < head_dim; ++d) acc[d] *= correction;
-    for (int64_t j = 0; j < n; ++j) {
-      const float p = std::exp(scores[j] - block_max);
-      running_sum += p;
-      axpy(p, values + j * stride, acc, head_dim);
-    }
-    running_max = block_max;
+    const float* keys_t = kv.keys(layer, block) + kv_head * head_dim * bt;
+    const float* values = kv.values(layer, block) + kv_head * head_dim;
+    for (int64_t j = 0; j < n; j += kAttentionKeys)
+      attend_keys(s.q, group, head_dim, keys_t + j, bt, values + j * stride, stride,
+                  std::min<int64_t>(kAttentionKeys, n - j), s.m, s.l, s.o);
   }
-  const float inv = 1.0f / running_sum;
-  for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+  for (int64_t h = 0; h < group; ++h) {
+    const float inv = 1.0f / s.l[h];
+    for (int64_t e = 0; e < head_dim; ++e) out[h * head_dim + e] = s.o[h * head_dim + e] * inv;
+  }
 }
 
 }  // namespace
@@ -50,19 +51,22 @@ void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int
   const int64_t q_dim = shape.n_heads * shape.head_dim;
   const int64_t group = shape.n_heads / shape.n_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(shape.head_dim));
-  const size_t per_thread = static_cast<size_t>(kv.block_tokens() + shape.head_dim);
+  const size_t per_thread = static_cast<size_t>(group * (2 * shape.head_dim + 2));
   if (scratch.size() < per_thread * pool.size()) scratch.resize(per_thread * pool.size());
-  // Work items are (row, head) pairs, so both prefill and a single decode row spread
-  // across threads.
-  pool.parallel_for(rows * shape.n_heads, 1, [&](int64_t begin, int64_t end, int thread) {
-    float* scores = scratch.data() + per_thread * thread;
-    float* acc = scores + kv.block_tokens();
-    for (int64_t item = begin; item < end; ++item) {
-      const int64_t r = item / shape.n_heads, h = item % shape.n_heads;
-      const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
-      attend_head(q + r * q_dim + h * shape.head_dim, seq, batch.positions[r], kv, layer,
-                  (h / group) * shape.head_dim, shape.head_dim, scale, scores, acc,
-                  out + r * q_dim + h * shape.head_dim);
+  // Work items are (row, KV head): the group's queries share each key and value read.
+  // Their cost grows with the row's position, so threads take them one at a time,
+  // last rows (in prefill, the longest) first.
+  const int64_t items = rows * shape.n_kv_heads;
+  pool.parallel_for_dynamic(items, 1, [&](int64_t begin, int64_t end, int thread) {
+    float* base = scratch.data() + per_thread * thread;
+    GroupState s{base, base + group * shape.head_dim, base + group * shape.head_dim + group,
+                 base + group * shape.head_dim + 2 * group};
+    for (int64_t i = begin; i < end; ++i) {
+      const int64_t item = items - 1 - i;
+      const int64_t r = item / shape.n_kv_heads, kv_head = item % shape.n_kv_heads;
+      const int64_t offset = r * q_dim + kv_head * group * shape.head_dim;
+      attend_group(q + offset, batch.sequences[batch.sequence[r]], batch.positions[r], kv, layer, kv_head, group,
+                   shape.head_dim, scale, s, out + offset);
     }
   });
 }

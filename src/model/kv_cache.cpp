@@ -12,6 +12,12 @@ KvCache::KvCache(const ModelConfig& config, int64_t n_blocks, int64_t block_toke
   storage_.resize(static_cast<size_t>(n_layers_) * n_blocks_ * 2 * block_tokens_ * kv_dim_);
 }
 
+void KvCache::store(int64_t layer, int64_t block, int64_t slot, const float* key, const float* value) {
+  float* keys_t = keys(layer, block) + slot;
+  for (int64_t c = 0; c < kv_dim_; ++c) keys_t[c * block_tokens_] = key[c];
+  std::copy(value, value + kv_dim_, values(layer, block) + slot * kv_dim_);
+}
+
 void KvCache::copy_block(int64_t from, int64_t to) {
   const size_t n = 2 * block_tokens_ * kv_dim_;  // keys then values of one layer
   for (int64_t layer = 0; layer < n_layers_; ++layer) {

@@ -19,11 +19,15 @@ class KvCache {
   int64_t kv_dim() const { return kv_dim_; }
   size_t bytes() const { return storage_.size() * sizeof(float); }
 
-  // [block_tokens][kv_dim] floats of one block of one layer.
+  // One block of one layer. Keys are stored transposed, [kv_dim][block_tokens], so the
+  // keys of one head form rows of consecutive positions that attention scores a
+  // vector at a time; values are [block_tokens][kv_dim].
   float* keys(int64_t layer, int64_t block) { return storage_.data() + offset(layer, block, 0); }
   float* values(int64_t layer, int64_t block) { return storage_.data() + offset(layer, block, 1); }
   const float* keys(int64_t layer, int64_t block) const { return storage_.data() + offset(layer, block, 0); }
   const float* values(int64_t layer, int64_t block) const { return storage_.data() + offset(layer, block, 1); }
+  // Writes the key and value vectors (kv_dim each) of position `slot` of a block.
+  void store(int64_t layer, int64_t block, int64_t slot, const float* key, const float* value);
   // Copies one block's contents (all layers) to another: copy-on-write of shared prefixes.
   void copy_block(int64_t from, int64_t to);
 

@@ -2,6 +2,7 @@
 // A loaded decoder-only transformer (llama, qwen2, ...): weights bound in place on the
 // GGUF memory map, the tokenizer, and the forward pass.
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,9 @@ class Model {
   virtual const Tokenizer& tokenizer() const = 0;
   virtual const GgufFile& gguf() const = 0;
   virtual size_t weight_bytes() const = 0;  // bytes of all weights read per token
+  // The memory each forward step streams end to end (the weight matrices), or empty:
+  // `tps bench` times a plain read of it as the bandwidth baseline of decode.
+  virtual std::span<const uint8_t> streamed_weights() const { return {}; }
 
   // Runs all rows of `batch`: writes their K/V at (sequence, position) through the
   // block tables, attends causally over each sequence's positions <= the row's, and

@@ -48,6 +48,7 @@ void Transformer::pack_matrices() {
   size_t total = 0;
   for (const WeightMatrix* w : matrices) total += arena_bytes(*w);
   arena_ = allocate_huge_pages(total);
+  arena_bytes_ = total;
   packed_.reserve(matrices.size());  // pointers into packed_ must stay valid
   ThreadPool pool(ThreadPool::default_threads());
   uint8_t* next = arena_.get();
@@ -142,9 +143,7 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
     rope(q, c.n_heads, c.head_dim, pos, c.rope_base, c.rope_style);
     rope(k, c.n_kv_heads, c.head_dim, pos, c.rope_base, c.rope_style);
     const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
-    const int32_t block = seq.block_table[pos / bt];
-    std::copy(k, k + c.kv_dim(), kv.keys(layer, block) + (pos % bt) * c.kv_dim());
-    std::copy(v, v + c.kv_dim(), kv.values(layer, block) + (pos % bt) * c.kv_dim());
+    kv.store(layer, seq.block_table[pos / bt], pos % bt, k, v);
   });
   attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
   matmul(w.wo, att_.data(), rows, proj_.data(), pool);

@@ -21,6 +21,7 @@ class Transformer final : public Model {
   const GgufFile& gguf() const override { return *file_; }
   size_t weight_bytes() const override { return weight_bytes_; }
   void forward(const ForwardBatch& batch, KvCache& kv, float* logits, ThreadPool& pool) override;
+  std::span<const uint8_t> streamed_weights() const override { return {arena_.get(), arena_bytes_}; }
 
  private:
   // Throws tps::Error for token ids, positions or block ids the batch cannot use.
@@ -41,6 +42,7 @@ class Transformer final : public Model {
   // repacked into panels (WeightMatrix::packed points at them), float ones copied
   // (WeightMatrix::data points at the copy) off the file mapping's 4 KiB pages.
   HugePageBuffer arena_;
+  size_t arena_bytes_ = 0;
   std::vector<PackedWeights> packed_;
 
   // Scratch activations, [rows][width] each, grown on demand and reused across calls.

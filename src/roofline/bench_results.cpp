@@ -31,9 +31,9 @@ T get(const nlohmann::json& j, const char* key, const std::string& where, std::o
   }
 }
 
-BenchRow parse_row(const nlohmann::json& r, const std::string& where) {
+MeasuredRun parse_row(const nlohmann::json& r, const std::string& where) {
   if (!r.is_object()) fail("{}: expected an object", where);
-  BenchRow row;
+  MeasuredRun row;
   row.test = get<std::string>(r, "test", where);
   row.kind = kind_of(row.test, where);
   if (!r.contains("model") || !r["model"].is_object()) fail("{}: missing object 'model'", where);
@@ -103,7 +103,7 @@ bool is_load_results(const nlohmann::json& j) {
   return j.is_object() && j.value("format", "") == "tps-load-results/1";
 }
 
-BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const BenchRow& model_row) {
+BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const MeasuredRun& model_row) {
   if (!j.contains("points") || !j["points"].is_array()) fail("{}: no 'points' array", where);
   BenchResults out;
   for (size_t i = 0; i < j["points"].size(); ++i) {
@@ -113,7 +113,7 @@ BenchResults bench_results_from_load(const nlohmann::json& j, const std::string&
     const auto& s = p["summary"];
     auto ok = get<int64_t>(s, "requests_ok", at);
     if (ok < 1) continue;  // nothing completed: no throughput to explain
-    BenchRow row = model_row;
+    MeasuredRun row = model_row;
     row.test = "load";
     row.kind = "load";
     row.tokens_per_s = get<double>(s, "output_tok_per_s", at);

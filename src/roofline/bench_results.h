@@ -13,7 +13,7 @@
 
 namespace tps {
 
-struct BenchRow {
+struct MeasuredRun {
   std::string test;          // "pp512", "tg128", "batched", "load"
   std::string kind;          // "pp", "tg", "batched" or "load" (from test)
   std::string model_label;   // the preset name or file
@@ -34,7 +34,7 @@ struct BenchRow {
 };
 
 struct BenchResults {
-  std::vector<BenchRow> rows;
+  std::vector<MeasuredRun> rows;
   std::optional<HardwareProfile> profile;  // the probe profile embedded by `tps bench`, if any
 };
 
@@ -46,7 +46,7 @@ BenchResults load_bench_results(const std::string& path);
 // point becomes a "load" row copied from `model_row` (model, weight and KV type, threads),
 // with batch = concurrency (closed loop) or request rate x mean E2E (Little's law).
 bool is_load_results(const nlohmann::json& j);
-BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const BenchRow& model_row);
+BenchResults bench_results_from_load(const nlohmann::json& j, const std::string& where, const MeasuredRun& model_row);
 nlohmann::json read_results_json(const std::string& path);
 
 }  // namespace tps

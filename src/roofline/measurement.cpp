@@ -16,7 +16,7 @@ Hardware HardwareSource::for_threads(int threads) const {
        "or embed a profile in the results");
 }
 
-Estimator estimator_for_row(const BenchRow& row, const Hardware& hw, const Efficiency& eff) {
+Estimator estimator_for_row(const MeasuredRun& row, const Hardware& hw, const Efficiency& eff) {
   Deployment dep = make_deployment(row.weight_type, row.kv_type, 1, 1);
   dep.bits_per_weight = row.bits_per_weight;
   return Estimator(row.model, hw, dep, eff);
@@ -25,7 +25,7 @@ Estimator estimator_for_row(const BenchRow& row, const Hardware& hw, const Effic
 namespace {
 
 // Context a decode step sees on average over the generated tokens.
-double mean_decode_context(const BenchRow& row) {
+double mean_decode_context(const MeasuredRun& row) {
   return static_cast<double>(row.depth + row.prompt_tokens) + row.gen_tokens / 2.0;
 }
 
@@ -37,7 +37,7 @@ struct RowWork {
   std::string bound;
 };
 
-RowWork row_work(const BenchRow& row, const Estimator& est) {
+RowWork row_work(const MeasuredRun& row, const Estimator& est) {
   RowWork w;
   auto add = [&](const PassCost& c, double times) {
     PassTime t = est.time(c);
@@ -71,13 +71,13 @@ RowWork row_work(const BenchRow& row, const Estimator& est) {
 
 }  // namespace
 
-double predict_tokens_per_s(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff) {
+double predict_tokens_per_s(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff) {
   Estimator est = estimator_for_row(row, hw.for_threads(row.threads), eff);
   RowWork w = row_work(row, est);
   return w.tokens / w.seconds;
 }
 
-RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff) {
+RowAnalysis analyze_row(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff) {
   Estimator est = estimator_for_row(row, hw.for_threads(row.threads), eff);
   RowWork w = row_work(row, est);
   RowAnalysis a;
@@ -102,7 +102,7 @@ RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Eff
 
 namespace {
 
-double loss(const std::vector<BenchRow>& rows, const HardwareSource& hw, const Efficiency& eff) {
+double loss(const std::vector<MeasuredRun>& rows, const HardwareSource& hw, const Efficiency& eff) {
   double s = 0;
   for (const auto& r : rows) {
     double e = std::log(predict_tokens_per_s(r, hw, eff) / r.tokens_per_s);
@@ -183,7 +183,7 @@ std::vector<double> minimize_log(const std::function<double(const std::vector<do
 
 }  // namespace
 
-Efficiency calibrate(const std::vector<BenchRow>& rows, const HardwareSource& hw, const Efficiency& start) {
+Efficiency calibrate(const std::vector<MeasuredRun>& rows, const HardwareSource& hw, const Efficiency& start) {
   if (rows.empty()) fail("calibrate: no measured rows");
   Efficiency eff = start;
   std::set<std::string> paths;

@@ -19,8 +19,8 @@ struct HardwareSource {
   Hardware for_threads(int threads) const;  // throws tps::Error when neither is set
 };
 
-Estimator estimator_for_row(const BenchRow& row, const Hardware& hw, const Efficiency& eff);
-double predict_tokens_per_s(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff);
+Estimator estimator_for_row(const MeasuredRun& row, const Hardware& hw, const Efficiency& eff);
+double predict_tokens_per_s(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff);
 
 struct RowAnalysis {
   double predicted_tokens_per_s = 0;
@@ -34,10 +34,10 @@ struct RowAnalysis {
   std::string bound;             // "memory", "compute" or "overhead" (under 10 % of both roofs)
   std::string predicted_bound;   // what the roofline expects to dominate
 };
-RowAnalysis analyze_row(const BenchRow& row, const HardwareSource& hw, const Efficiency& eff);
+RowAnalysis analyze_row(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff);
 
 // Fits the bandwidth fraction, the per-layer latency and a compute fraction per compute
 // path to minimize the squared log error of predicted against measured tokens/s.
-Efficiency calibrate(const std::vector<BenchRow>& rows, const HardwareSource& hw, const Efficiency& start);
+Efficiency calibrate(const std::vector<MeasuredRun>& rows, const HardwareSource& hw, const Efficiency& start);
 
 }  // namespace tps

@@ -62,16 +62,22 @@ ReadKernel best_read_kernel(const CpuInfo& cpu) {
 
 std::atomic<uint64_t> g_sink{0};  // results of timed loops land here so nothing is elided
 
-// The best of many short windows: on a shared machine some window runs undisturbed, and
-// the best one estimates what the hardware can do. A window reads `window_bytes`: whole
-// passes over a buffer smaller than that, else the next slice of a larger one (rotating,
-// so a large buffer streams from memory and never from cache).
-double measure_bandwidth(ThreadPool& pool, ReadKernel read, const uint8_t* data, int64_t bytes, int windows,
-                         int64_t window_bytes) {
+struct WindowRates {
+  double median = 0;
+  double best = 0;
+};
+
+// Many short windows: the median is what a stream sustains while the machine does what
+// it does (on a shared machine, others' traffic included); the best is the hardware
+// undisturbed. A window reads `window_bytes`: whole passes over a buffer smaller than
+// that, else the next slice of a larger one (rotating, so a large buffer streams from
+// memory and never from cache).
+WindowRates measure_bandwidth(ThreadPool& pool, ReadKernel read, const uint8_t* data, int64_t bytes, int windows,
+                              int64_t window_bytes) {
   int64_t span = std::min(bytes, std::max<int64_t>(256, window_bytes / 256 * 256)) / 256 * 256;
   int64_t passes = std::max<int64_t>(1, window_bytes / span);
   int64_t offset = 0;
-  double best = 0;
+  std::vector<double> rates;
   for (int w = 0; w < windows; ++w) {
     const uint8_t* base = data + offset;
     double t0 = now_seconds();
@@ -83,12 +89,12 @@ double measure_bandwidth(ThreadPool& pool, ReadKernel read, const uint8_t* data,
       for (int64_t p = 0; p < passes; ++p) s += read(base + b, e - b);
       g_sink.fetch_add(s, std::memory_order_relaxed);
     });
-    double dt = now_seconds() - t0;
-    best = std::max(best, static_cast<double>(span) * passes / dt / 1e9);
+    rates.push_back(static_cast<double>(span) * passes / (now_seconds() - t0) / 1e9);
     offset += span;
     if (offset + span > bytes) offset = 0;
   }
-  return best;
+  std::sort(rates.begin(), rates.end());
+  return {rates[rates.size() / 2], rates.back()};
 }
 
 double measure_compute(ThreadPool& pool, const ComputeKernel& k, int repetitions, double seconds) {
@@ -182,6 +188,20 @@ const ComputePeak* HardwareProfile::peak(const std::string& path) const {
   return nullptr;
 }
 
+double stream_read_gbps(const uint8_t* data, size_t bytes, ThreadPool& pool) {
+  static const ReadKernel read = best_read_kernel(detect_cpu());
+  // Whole 256-byte blocks from the first 64-byte boundary: what the read kernels take.
+  const uint8_t* start = data + (64 - reinterpret_cast<uintptr_t>(data) % 64) % 64;
+  const int64_t blocks = static_cast<int64_t>(bytes - static_cast<size_t>(start - data)) / 256;
+  if (blocks <= 0) return 0;
+  double t0 = now_seconds();
+  pool.run([&](int ti, int n) {
+    int64_t b = blocks * ti / n * 256, e = blocks * (ti + 1) / n * 256;
+    g_sink.fetch_add(read(start + b, static_cast<size_t>(e - b)), std::memory_order_relaxed);
+  });
+  return static_cast<double>(blocks * 256) / (now_seconds() - t0) / 1e9;
+}
+
 HardwareProfile run_probe(const ProbeOptions& options) {
   HardwareProfile prof;
   prof.created = utc_now_iso8601();
@@ -208,8 +228,10 @@ HardwareProfile run_probe(const ProbeOptions& options) {
 
   for (int nt : thread_counts(max_threads)) {
     ThreadPool pool(nt);
-    for (int64_t s : sizes)
-      prof.bandwidth.push_back({s, nt, measure_bandwidth(pool, read, buffer.data, s, reps, min_bytes)});
+    for (int64_t s : sizes) {
+      WindowRates r = measure_bandwidth(pool, read, buffer.data, s, reps, min_bytes);
+      prof.bandwidth.push_back({s, nt, r.median, r.best});
+    }
     for (size_t i = 0; i < kernels.size(); ++i)
       measured[i].by_threads.push_back({nt, measure_compute(pool, kernels[i], reps, seconds)});
   }
@@ -217,14 +239,18 @@ HardwareProfile run_probe(const ProbeOptions& options) {
   prof.peaks = std::move(measured);
   int64_t largest = *std::max_element(sizes.begin(), sizes.end());
   for (const auto& b : prof.bandwidth)
-    if (b.bytes == largest && b.threads == max_threads) prof.dram_read_gbps = b.gbps;
+    if (b.bytes == largest && b.threads == max_threads) {
+      prof.dram_read_gbps = b.gbps;
+      prof.dram_read_peak_gbps = b.peak_gbps;
+    }
   return prof;
 }
 
 nlohmann::json profile_to_json(const HardwareProfile& p) {
   using nlohmann::json;
   json bw = json::array();
-  for (const auto& b : p.bandwidth) bw.push_back({{"bytes", b.bytes}, {"threads", b.threads}, {"gbps", b.gbps}});
+  for (const auto& b : p.bandwidth)
+    bw.push_back({{"bytes", b.bytes}, {"threads", b.threads}, {"gbps", b.gbps}, {"peak_gbps", b.peak_gbps}});
   json peaks = json::object();
   for (const auto& pk : p.peaks) {
     json by = json::array();
@@ -253,6 +279,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"memory_bytes", p.cpu.memory_bytes},
       {"threads", p.threads},
       {"dram_read_gbps", p.dram_read_gbps},
+      {"dram_read_peak_gbps", p.dram_read_peak_gbps},
       {"bandwidth", bw},
       {"peaks", peaks},
   };
@@ -295,10 +322,14 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   p.threads = field<int>(j, "threads", "the profile");
   p.dram_read_gbps = field<double>(j, "dram_read_gbps", "the profile");
   if (!(p.dram_read_gbps > 0)) fail("profile: dram_read_gbps must be positive");
+  p.dram_read_peak_gbps = j.value("dram_read_peak_gbps", p.dram_read_gbps);
   if (!j.contains("bandwidth") || !j["bandwidth"].is_array()) fail("profile: missing array 'bandwidth'");
-  for (const auto& b : j["bandwidth"])
-    p.bandwidth.push_back({field<int64_t>(b, "bytes", "a bandwidth row"), field<int>(b, "threads", "a bandwidth row"),
-                           field<double>(b, "gbps", "a bandwidth row")});
+  for (const auto& b : j["bandwidth"]) {
+    BandwidthSample row{field<int64_t>(b, "bytes", "a bandwidth row"), field<int>(b, "threads", "a bandwidth row"),
+                        field<double>(b, "gbps", "a bandwidth row"), 0};
+    row.peak_gbps = b.value("peak_gbps", row.gbps);  // profiles before peak_gbps kept only one figure
+    p.bandwidth.push_back(row);
+  }
   if (!j.contains("peaks") || !j["peaks"].is_object()) fail("profile: missing object 'peaks'");
   for (const auto& [path, e] : j["peaks"].items()) {
     ComputePeak pk{path, e.value("isa", ""), field<std::string>(e, "status", "a peak"), {}};

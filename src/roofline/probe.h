@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/thread_pool.h"
 #include "roofline/cpu_info.h"
 
 namespace tps {
@@ -15,7 +16,8 @@ namespace tps {
 struct BandwidthSample {
   int64_t bytes = 0;   // buffer size
   int threads = 0;
-  double gbps = 0;     // 1e9 bytes/s, best of the timing windows
+  double gbps = 0;       // 1e9 bytes/s, median of the timing windows: what a stream sustains
+  double peak_gbps = 0;  // the best window: what it reaches when nothing else competes
 };
 
 struct ThreadOps {
@@ -37,7 +39,8 @@ struct HardwareProfile {
   double load_average = 0;    // 1-minute load average when the probe started: others' work skews it
   CpuInfo cpu;
   int threads = 0;            // the largest thread count measured
-  double dram_read_gbps = 0;  // largest buffer, all threads
+  double dram_read_gbps = 0;  // largest buffer, all threads, sustained (median window)
+  double dram_read_peak_gbps = 0;  // the same, best window
   std::vector<BandwidthSample> bandwidth;
   std::vector<ComputePeak> peaks;
 
@@ -57,6 +60,11 @@ struct ProbeOptions {
 };
 
 HardwareProfile run_probe(const ProbeOptions& options);
+
+// One timed pass of streaming reads over [data, data + bytes) on every thread of the
+// pool, with the probe's widest read kernel: the in-run baseline `tps bench` sets next
+// to decode, over the very bytes decode streams. GB/s.
+double stream_read_gbps(const uint8_t* data, size_t bytes, ThreadPool& pool);
 
 nlohmann::json profile_to_json(const HardwareProfile& profile);
 // Throws tps::Error naming the missing or malformed field.

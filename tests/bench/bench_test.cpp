@@ -163,6 +163,15 @@ TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
     EXPECT_EQ(r["samples"].size(), 2u);
     EXPECT_EQ(r["model"]["weight_type"], "q8_0");
     EXPECT_EQ(r["model"]["shape"]["dim"], 64);
+    if (r["test"] != "pp4" && r["test"] != "pp8") {
+      // Decode phases carry the in-run read baseline: one sample per repetition + 1.
+      EXPECT_EQ(r["stream_gbps_samples"].size(), 3u) << r.dump();
+      EXPECT_GT(r["stream_gbps"].get<double>(), 0);
+      EXPECT_NEAR(r["mbu_stream"].get<double>(),
+                  r["achieved_gbps"].get<double>() / r["stream_gbps"].get<double>(), 1e-9);
+    } else {
+      EXPECT_FALSE(r.contains("stream_gbps")) << "prefill is not bandwidth-bound: no baseline";
+    }
     if (r["test"] == "batched") {
       EXPECT_GT(r["prefill"]["tokens_per_s"].get<double>(), 0);
       EXPECT_EQ(r["gen_tokens"], 2);

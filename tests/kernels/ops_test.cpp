@@ -2,11 +2,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <random>
 #include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "support/scoped_isa.h"
 
 namespace tps {
 namespace {
@@ -29,13 +31,9 @@ class Ops : public testing::TestWithParam<Isa> {
  protected:
   void SetUp() override {
     if (!cpu_supports(GetParam())) GTEST_SKIP() << "CPU lacks " << isa_name(GetParam());
-    saved_ = active_isa();
-    set_active_isa(GetParam());
+    forced_.emplace(GetParam());
   }
-  void TearDown() override {
-    if (cpu_supports(GetParam())) set_active_isa(saved_);
-  }
-  Isa saved_ = Isa::kScalar;
+  std::optional<test::ScopedIsa> forced_;
 };
 
 // Odd lengths exercise the vector tails.

@@ -8,6 +8,7 @@
 
 #include "engine/logit_check.h"
 #include "kernels/matmul.h"
+#include "support/scoped_isa.h"
 #include "test_fixtures.h"
 
 namespace tps {
@@ -48,17 +49,13 @@ std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
   return name;
 }
 
-class GoldenLogitsTest : public ::testing::TestWithParam<GoldenCase> {
- protected:
-  void TearDown() override { set_active_isa(saved_); }
-  Isa saved_ = active_isa();
-};
+class GoldenLogitsTest : public ::testing::TestWithParam<GoldenCase> {};
 
 }  // namespace
 
 TEST_P(GoldenLogitsTest, WithinTolerance) {
   const GoldenCase& c = GetParam();
-  set_active_isa(c.isa);
+  test::ScopedIsa forced(c.isa);
   auto model = Model::load(c.model);
   ThreadPool pool(1);  // threading is covered by the forward tests
   LogitsComparison result = compare_with_golden(*model, read_golden_logits(c.golden), pool);

@@ -30,7 +30,7 @@ TEST(Measurement, ParsesTheBenchSchema) {
 TEST(Measurement, CalibrationFitsLlamaCppRunsWithin15Percent) {
   BenchResults r = load_bench_results(kLlamaCpp);
   HardwareSource hs{r.profile, std::nullopt};
-  std::vector<BenchRow> single;  // pp and tg: the bar of the issue
+  std::vector<MeasuredRun> single;  // pp and tg: the bar of the issue
   for (const auto& row : r.rows)
     if (row.kind != "batched") single.push_back(row);
   Efficiency eff = calibrate(single, hs, Efficiency{});
@@ -52,7 +52,7 @@ TEST(Measurement, CalibrationRecoversKnownEfficiency) {
   truth.bandwidth = 0.6;
   truth.compute_by_path = {{"int8", 0.05}, {"f32", 0.3}};
   truth.layer_latency = 50e-6;
-  std::vector<BenchRow> rows = r.rows;
+  std::vector<MeasuredRun> rows = r.rows;
   for (auto& row : rows) row.tokens_per_s = predict_tokens_per_s(row, hs, truth);
   Efficiency fit = calibrate(rows, hs, Efficiency{});
   for (const auto& row : rows) EXPECT_LT(rel_error(predict_tokens_per_s(row, hs, fit), row.tokens_per_s), 0.02);
@@ -63,7 +63,7 @@ TEST(Measurement, CalibrationRecoversKnownEfficiency) {
 TEST(Measurement, ReportsUtilizationAndBound) {
   BenchResults r = load_bench_results(kLlamaCpp);
   HardwareSource hs{r.profile, std::nullopt};
-  const BenchRow& tg_q4 = r.rows[3];
+  const MeasuredRun& tg_q4 = r.rows[3];
   RowAnalysis a = analyze_row(tg_q4, hs, Efficiency{});
   // 0.64 GB of weights less the embedding table (32000 x 2048 of 1.1e9 parameters, not read
   // per token) = 0.602 GB x 40.3 tokens/s against 32 GB/s.
@@ -78,7 +78,7 @@ TEST(Measurement, ReportsUtilizationAndBound) {
 TEST(Measurement, ReadsTpsLoadResultsWithTheServedModel) {
   nlohmann::json j = read_results_json(TPS_SOURCE_DIR "/tests/roofline/data/load_results.json");
   ASSERT_TRUE(is_load_results(j));
-  BenchRow model;
+  MeasuredRun model;
   model.model = find_roofline_preset("tinyllama-1.1b");
   model.model_label = "tinyllama-1.1b";
   model.weight_type = "q4_0";

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "core/error.h"
 #include "roofline/hardware.h"
 
@@ -29,7 +31,11 @@ TEST(Probe, TinyProbeFillsEveryField) {
   EXPECT_EQ(p.threads, 2);
   EXPECT_GT(p.dram_read_gbps, 0);
   ASSERT_EQ(p.bandwidth.size(), 4u);  // 2 sizes x thread counts 1, 2
-  for (const auto& b : p.bandwidth) EXPECT_GT(b.gbps, 0);
+  for (const auto& b : p.bandwidth) {
+    EXPECT_GT(b.gbps, 0);
+    EXPECT_GE(b.peak_gbps, b.gbps);  // the best window against the median
+  }
+  EXPECT_GE(p.dram_read_peak_gbps, p.dram_read_gbps);
   const ComputePeak* f32 = p.peak("f32");
   ASSERT_NE(f32, nullptr);
   EXPECT_EQ(f32->status, "measured");
@@ -55,6 +61,8 @@ TEST(Probe, JsonFollowsTheSchemaAndRoundTrips) {
   HardwareProfile back = profile_from_json(j);
   EXPECT_EQ(back.bandwidth.size(), p.bandwidth.size());
   EXPECT_DOUBLE_EQ(back.dram_read_gbps, p.dram_read_gbps);
+  EXPECT_DOUBLE_EQ(back.dram_read_peak_gbps, p.dram_read_peak_gbps);
+  EXPECT_DOUBLE_EQ(back.bandwidth[0].peak_gbps, p.bandwidth[0].peak_gbps);
   Hardware hw = hardware_from_profile(back, 1);
   EXPECT_GT(hw.bandwidth, 0);
   EXPECT_GT(hw.peaks.at("f32"), 0);
@@ -73,6 +81,13 @@ TEST(Probe, RejectsMalformedProfiles) {
   ProbeOptions o;
   o.sizes = {16};
   EXPECT_THROW(run_probe(o), Error);
+}
+
+TEST(Probe, StreamReadTakesAnyBufferItCanRead) {
+  ThreadPool pool(2);
+  std::vector<uint8_t> buffer(1 << 20, 1);
+  EXPECT_GT(stream_read_gbps(buffer.data() + 3, buffer.size() - 3, pool), 0);  // unaligned start
+  EXPECT_EQ(stream_read_gbps(buffer.data(), 100, pool), 0);  // less than one 256-byte block
 }
 
 }  // namespace tps

@@ -85,4 +85,9 @@ TEST(RooflineCli, CalibrateAndMeasuredOnAHandWrittenBench) {
   ASSERT_EQ(j["rows"].size(), 7u);
   EXPECT_EQ(j["rows"][3]["bound"], "memory");
   EXPECT_GT(j["rows"][3]["mbu"].get<double>(), 0.5);
+  // Several result files (a comma list) pool their rows.
+  CliRun both = run("roofline --measured " + bench + "," + bench + " --efficiency " + eff + " --json");
+  ASSERT_EQ(both.code, 0) << both.err;
+  EXPECT_EQ(nlohmann::json::parse(both.out)["rows"].size(), 14u);
+  EXPECT_EQ(run("roofline --calibrate " + bench + ",/nonexistent.json").code, 2);
 }
