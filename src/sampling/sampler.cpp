@@ -1,6 +1,7 @@
 #include "sampling/sampler.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 
@@ -31,6 +32,29 @@ void apply_penalties(std::span<float> logits, std::span<const int32_t> history, 
     l = l > 0 ? l / p.repeat_penalty : l * p.repeat_penalty;
     l -= count * p.frequency_penalty + p.presence_penalty;
   }
+}
+
+// e^x for x <= 0 to a few parts in a million, with no call into libm: the compiler
+// vectorizes the loop over the vocabulary with it, and it gives the same number on every
+// platform. Below -87 (float underflow, and -inf of masked tokens) it is exactly 0. The
+// test for that compares bits (unsigned, larger for more negative floats): a float
+// compare would keep the loop scalar under -ftrapping-math.
+inline float exp_nonpositive(float x) {
+  constexpr uint32_t kFloor = std::bit_cast<uint32_t>(-87.0f);
+  const uint32_t bits = std::bit_cast<uint32_t>(x);
+  const uint32_t under = bits > kFloor ? ~0u : 0u;
+  const float t = std::bit_cast<float>((bits & ~under) | (kFloor & under)) * 1.44269504f;  // x / ln 2
+  const int32_t n = static_cast<int32_t>(t - 0.5f);                                         // round(t), t <= 0
+  const float f = (t - static_cast<float>(n)) * 0.693147181f;                              // |f| <= ln 2 / 2
+  // Taylor series of e^f to the 6th power: error below 2e-7 on |f| <= 0.35.
+  float p = 1.0f / 720.0f;
+  p = p * f + 1.0f / 120.0f;
+  p = p * f + 1.0f / 24.0f;
+  p = p * f + 1.0f / 6.0f;
+  p = p * f + 0.5f;
+  p = p * f + 1.0f;
+  p = p * f + 1.0f;
+  return std::bit_cast<float>((std::bit_cast<uint32_t>(p) + (static_cast<uint32_t>(n) << 23)) & ~under);  // p 2^n
 }
 
 int32_t argmax(std::span<const float> logits) {
@@ -110,25 +134,36 @@ void Sampler::keep_top_k_and_top_p(float max_logit, size_t k) {
 }
 
 int32_t Sampler::draw(float max_logit) {
-  // Single-precision exp: the whole vocabulary goes through here on plain sampling, and
-  // float keeps it to tens of microseconds; the sum is still kept in double.
-  probs_.resize(candidates_.size());
+  // The whole vocabulary goes through here on plain sampling, on the engine thread every
+  // step: a vectorized exp, and a sum per block of candidates so that the draw walks the
+  // block sums and then one block instead of every candidate again.
+  constexpr size_t kBlock = 256;
+  const size_t n = candidates_.size();
+  probs_.resize(n);
+  block_sums_.clear();
   const float inv_temperature = 1.0f / params_.temperature;
-  double sum = 0.0;
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    probs_[i] = std::exp((candidates_[i].first - max_logit) * inv_temperature);
-    sum += probs_[i];
+  double total = 0.0;
+  for (size_t begin = 0; begin < n; begin += kBlock) {
+    const size_t end = std::min(n, begin + kBlock);
+    for (size_t i = begin; i < end; ++i) probs_[i] = exp_nonpositive((candidates_[i].first - max_logit) * inv_temperature);
+    float sum = 0.0f;
+    for (size_t i = begin; i < end; ++i) sum += probs_[i];
+    block_sums_.push_back(sum);
+    total += sum;
   }
-  const double target = uniform() * sum;
+  const double target = uniform() * total;
   double cumulative = 0.0;
-  size_t last = 0;  // rounding may leave target past the end: the last drawable one then
-  for (size_t i = 0; i < candidates_.size(); ++i) {
-    if (probs_[i] <= 0.0f) continue;
+  size_t block = 0;
+  while (block + 1 < block_sums_.size() && cumulative + block_sums_[block] <= target) cumulative += block_sums_[block++];
+  for (size_t i = block * kBlock; i < std::min(n, (block + 1) * kBlock); ++i) {
     cumulative += probs_[i];
-    last = i;
-    if (target < cumulative) return candidates_[i].second;
+    if (target < cumulative && probs_[i] > 0.0f) return candidates_[i].second;
   }
-  return candidates_[last].second;
+  // Rounding left the target just past the block's own sum: the last candidate up to
+  // there that can be drawn.
+  for (size_t i = std::min(n, (block + 1) * kBlock); i-- > 0;)
+    if (probs_[i] > 0.0f) return candidates_[i].second;
+  return candidates_.front().second;
 }
 
 }  // namespace tps

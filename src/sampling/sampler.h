@@ -40,6 +40,7 @@ class Sampler {
   std::mt19937_64 rng_;
   std::vector<std::pair<float, int32_t>> candidates_;
   std::vector<float> probs_;
+  std::vector<float> block_sums_;  // of probs_, per block of the draw
   std::vector<int32_t> window_;  // the penalties' look-back, sorted
 };
 
