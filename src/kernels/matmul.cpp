@@ -114,8 +114,8 @@ void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float
   } else if (panel_layout(w.type) != nullptr) {
     matmul_panels(*k, w, x, n_tokens, y, pool);
   } else {
-    // Grains are whole 4-row kernel tiles.
-    const int64_t grain = 4 * dynamic_grain((w.rows + 3) / 4, pool);
+    // Grains are whole 8-row kernel tiles.
+    const int64_t grain = 8 * dynamic_grain((w.rows + 7) / 8, pool);
     pool.parallel_for_dynamic(w.rows, grain, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
   }
 }

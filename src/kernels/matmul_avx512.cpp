@@ -248,6 +248,11 @@ void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, f
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
     int64_t t1 = std::min(n_tokens, t0 + kChunk);
     int64_t r = r0;
+    // One token (decode) is bandwidth-bound: 8 rows in flight stream 10-30 % faster
+    // than 4 (measured on TinyLlama's F16 shapes); with more tokens 8 x 6 accumulators
+    // would not fit the registers.
+    if (t1 - t0 == 1)
+      for (; r + 8 <= r1; r += 8) float_tile<kType, 8, 1>(w, x, y, r, t0);
     for (; r + 4 <= r1; r += 4) float_tile_tokens<kType, 4>(w, x, y, r, t0, t1);
     for (; r < r1; ++r) float_tile_tokens<kType, 1>(w, x, y, r, t0, t1);
   }
