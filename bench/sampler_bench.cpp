@@ -33,27 +33,18 @@ void run(benchmark::State& state, const SamplingParams& params) {
   }
 }
 
-SamplingParams plain(float temperature) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  return p;
-}
-
 // OpenAI's defaults, which the server uses: temperature 1, no truncation.
-void BM_SampleOpenAiDefaults(benchmark::State& state) { run(state, plain(1.0f)); }
-void BM_SampleGreedy(benchmark::State& state) { run(state, plain(0.0f)); }
+void BM_SampleOpenAiDefaults(benchmark::State& state) { run(state, SamplingParams::untruncated(1.0f)); }
+void BM_SampleGreedy(benchmark::State& state) { run(state, SamplingParams::untruncated(0.0f)); }
 // llama.cpp's default chain: top-k 40, top-p 0.95, min-p 0.05, temperature 0.8.
 void BM_SampleLlamaDefaults(benchmark::State& state) { run(state, SamplingParams{}); }
 void BM_SampleTopPOnly(benchmark::State& state) {
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.top_p = 0.9f;
   run(state, p);
 }
 void BM_SampleMinPOnly(benchmark::State& state) {
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.min_p = 0.05f;
   run(state, p);
 }

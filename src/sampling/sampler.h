@@ -19,6 +19,17 @@ struct SamplingParams {
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
   uint64_t seed = 0;
+
+  // A draw from softmax(logits / temperature) with no top-k, top-p or min-p
+  // truncation: OpenAI's defaults (at temperature 1).
+  static SamplingParams untruncated(float temperature) {
+    SamplingParams p;
+    p.temperature = temperature;
+    p.top_k = 0;
+    p.top_p = 1.0f;
+    p.min_p = 0.0f;
+    return p;
+  }
 };
 
 class Sampler {

@@ -145,12 +145,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
   ApiRequest r;
   r.endpoint = endpoint;
   const bool chat = endpoint == Endpoint::kChat;
-  // OpenAI's defaults: plain sampling at temperature 1, no truncation.
-  r.sampling.temperature = 1.0f;
-  r.sampling.top_k = 0;
-  r.sampling.top_p = 1.0f;
-  r.sampling.min_p = 0.0f;
-  r.sampling.repeat_penalty = 1.0f;
+  r.sampling = SamplingParams::untruncated(1.0f);  // OpenAI's defaults
   r.sampling.seed = std::random_device{}();
   bool logprobs_flag = false;
 

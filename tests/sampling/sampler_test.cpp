@@ -10,15 +10,6 @@ namespace tps {
 
 namespace {
 
-SamplingParams plain(float temperature) {
-  SamplingParams p;
-  p.temperature = temperature;
-  p.top_k = 0;
-  p.top_p = 1.0f;
-  p.min_p = 0.0f;
-  return p;
-}
-
 // How often each token is drawn in n samples from the same logits.
 std::map<int32_t, int> histogram(const SamplingParams& p, const std::vector<float>& logits, int n) {
   Sampler s(p);
@@ -39,24 +30,24 @@ std::vector<float> logits_of(const std::vector<double>& probs) {
 }  // namespace
 
 TEST(Sampler, GreedyPicksTheLargestLogit) {
-  Sampler s(plain(0.0f));
+  Sampler s(SamplingParams::untruncated(0.0f));
   std::vector<float> l = {1.0f, 3.0f, 2.0f};
   EXPECT_EQ(s.sample(l, {}), 1);
 }
 
 TEST(Sampler, TemperatureOneDrawsFromTheSoftmax) {
-  auto h = histogram(plain(1.0f), logits_of({0.25, 0.75}), 20000);
+  auto h = histogram(SamplingParams::untruncated(1.0f), logits_of({0.25, 0.75}), 20000);
   EXPECT_NEAR(h[1] / 20000.0, 0.75, 0.015);
 }
 
 TEST(Sampler, LowTemperatureSharpens) {
   // At T = 0.5 probabilities go as p^2: 1/16 vs 9/16, i.e. 0.1 vs 0.9.
-  auto h = histogram(plain(0.5f), logits_of({0.25, 0.75}), 20000);
+  auto h = histogram(SamplingParams::untruncated(0.5f), logits_of({0.25, 0.75}), 20000);
   EXPECT_NEAR(h[1] / 20000.0, 0.9, 0.015);
 }
 
 TEST(Sampler, TopKKeepsTheKBest) {
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.top_k = 2;
   auto h = histogram(p, {0.0f, 1.0f, 2.0f, 3.0f}, 2000);
   EXPECT_EQ(h.count(0) + h.count(1), 0u);
@@ -65,7 +56,7 @@ TEST(Sampler, TopKKeepsTheKBest) {
 }
 
 TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.top_p = 0.6f;  // 0.5 < 0.6, 0.5 + 0.3 >= 0.6: keeps two
   auto h = histogram(p, logits_of({0.5, 0.3, 0.2}), 4000);
   EXPECT_EQ(h.count(2), 0u);
@@ -78,7 +69,7 @@ TEST(Sampler, TopPKeepsTheSmallestSetReachingP) {
 TEST(Sampler, TopPOverALargeVocabularyKeepsTheBestFirstPrefix) {
   // 1000 equal logits: ties go by id, so top-p 0.5 keeps ids 0..499 (the prefix is
   // sorted in several growing pieces on the way).
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.top_p = 0.5f;
   auto h = histogram(p, std::vector<float>(1000, 1.0f), 2000);
   EXPECT_LT(h.rbegin()->first, 500);
@@ -89,7 +80,7 @@ TEST(Sampler, NeverDrawsATokenMaskedToMinusInfinity) {
   // The server masks end-of-generation tokens this way for ignore_eos.
   const float inf = std::numeric_limits<float>::infinity();
   for (float min_p : {0.0f, 0.1f}) {
-    SamplingParams p = plain(1.0f);
+    SamplingParams p = SamplingParams::untruncated(1.0f);
     p.min_p = min_p;
     auto h = histogram(p, {-inf, 0.0f, -inf, 0.5f, -inf}, 2000);
     EXPECT_EQ(h.count(0) + h.count(2) + h.count(4), 0u);
@@ -99,7 +90,7 @@ TEST(Sampler, NeverDrawsATokenMaskedToMinusInfinity) {
 }
 
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
-  SamplingParams p = plain(1.0f);
+  SamplingParams p = SamplingParams::untruncated(1.0f);
   p.min_p = 0.5f;  // threshold 0.25: keeps 0.5 and 0.3
   auto h = histogram(p, logits_of({0.2, 0.5, 0.3}), 4000);
   EXPECT_EQ(h.count(0), 0u);
@@ -110,7 +101,7 @@ TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
 }
 
 TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
-  SamplingParams p = plain(0.0f);
+  SamplingParams p = SamplingParams::untruncated(0.0f);
   p.repeat_penalty = 2.0f;
   Sampler s(p);
   std::vector<float> l = {2.0f, -2.0f, 1.5f, 0.5f};
@@ -123,7 +114,7 @@ TEST(Sampler, RepeatPenaltyDividesPositiveAndMultipliesNegativeLogits) {
 }
 
 TEST(Sampler, RepeatPenaltyLooksBackOnlyRepeatLastN) {
-  SamplingParams p = plain(0.0f);
+  SamplingParams p = SamplingParams::untruncated(0.0f);
   p.repeat_penalty = 2.0f;
   p.repeat_last_n = 1;
   Sampler s(p);
@@ -135,7 +126,7 @@ TEST(Sampler, RepeatPenaltyLooksBackOnlyRepeatLastN) {
 }
 
 TEST(Sampler, PresenceAndFrequencyPenaltiesSubtract) {
-  SamplingParams p = plain(0.0f);
+  SamplingParams p = SamplingParams::untruncated(0.0f);
   p.presence_penalty = 0.5f;
   p.frequency_penalty = 0.25f;
   Sampler s(p);
