@@ -16,7 +16,7 @@ namespace ops_baseline {
 }  // namespace ops_baseline
 
 const OpsKernels& ops_kernels_baseline() {
-  static constexpr OpsKernels k{ops_baseline::dot,     ops_baseline::axpy,     ops_baseline::rmsnorm,
+  static constexpr OpsKernels k{ops_baseline::axpy, ops_baseline::rmsnorm,
                                 ops_baseline::softmax, ops_baseline::silu_mul, ops_baseline::rope,
                                 ops_baseline::attend_keys};
   return k;
@@ -43,7 +43,6 @@ void rope_table(int64_t head_dim, int64_t pos, float freq_base, float* cos_t, fl
 
 }  // namespace
 
-float dot(const float* a, const float* b, int64_t n) { return active().dot(a, b, n); }
 void axpy(float a, const float* x, float* y, int64_t n) { active().axpy(a, x, y, n); }
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   active().rmsnorm(x, weight, n, eps, out);
@@ -61,12 +60,6 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_b
   if (table.size() < static_cast<size_t>(head_dim)) table.resize(static_cast<size_t>(head_dim));
   rope_table(head_dim, pos, freq_base, table.data(), table.data() + head_dim / 2);
   active().rope(x, n_heads, head_dim, table.data(), table.data() + head_dim / 2, style);
-}
-
-float dot_reference(const float* a, const float* b, int64_t n) {
-  double s = 0;
-  for (int64_t i = 0; i < n; ++i) s += static_cast<double>(a[i]) * b[i];
-  return static_cast<float>(s);
 }
 
 void axpy_reference(float a, const float* x, float* y, int64_t n) {

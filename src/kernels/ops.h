@@ -1,12 +1,11 @@
 #pragma once
-// Vector helpers of the forward pass besides matmul: dot and axpy (attention), RMS
-// norm, softmax, SwiGLU, RoPE. Each dispatches on active_isa() like matmul; the
+// Vector helpers of the forward pass besides matmul: axpy (residuals, biases), RMS
+// norm, softmax, SwiGLU, RoPE, attention's inner step. Each dispatches on active_isa() like matmul; the
 // *_reference functions are the plain scalar versions the tests compare against.
 #include <cstdint>
 
 namespace tps {
 
-float dot(const float* a, const float* b, int64_t n);
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 // out = x / sqrt(mean(x^2) + eps) * weight (out may be x)
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
@@ -27,7 +26,6 @@ constexpr int kAttentionKeys = 16;
 void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt, int64_t kt_stride, const float* v,
                  int64_t v_stride, int64_t n, float* m, float* l, float* o);
 
-float dot_reference(const float* a, const float* b, int64_t n);
 void axpy_reference(float a, const float* x, float* y, int64_t n);
 void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);
 void softmax_reference(float* x, int64_t n);

@@ -7,7 +7,6 @@
 namespace tps {
 
 struct OpsKernels {
-  float (*dot)(const float*, const float*, int64_t);
   void (*axpy)(float, const float*, float*, int64_t);
   void (*rmsnorm)(const float*, const float*, int64_t, float, float*);
   void (*softmax)(float*, int64_t);

@@ -39,11 +39,9 @@ class Ops : public testing::TestWithParam<Isa> {
 // Odd lengths exercise the vector tails.
 constexpr int64_t kLengths[] = {1, 7, 16, 33, 100, 2048};
 
-TEST_P(Ops, DotAndAxpy) {
+TEST_P(Ops, Axpy) {
   for (int64_t n : kLengths) {
     auto a = gaussian(n, 1), b = gaussian(n, 2);
-    float want = dot_reference(a.data(), b.data(), n);
-    EXPECT_NEAR(dot(a.data(), b.data(), n), want, 1e-5f * (1.0f + std::sqrt(static_cast<float>(n)))) << n;
     auto y1 = b, y2 = b;
     axpy(0.37f, a.data(), y1.data(), n);
     axpy_reference(0.37f, a.data(), y2.data(), n);
