@@ -243,18 +243,44 @@ void float_tile_tokens(const WeightMatrix& w, const float* x, float* y, int64_t 
   }
 }
 
+// One token (decode) is bandwidth-bound: rows one after another make each thread's
+// reads one sequential stream (a matrix's rows are contiguous), prefetched well ahead
+// as the panel kernels do; several rows in flight at once would be several streams,
+// which with rows a power of two apart also contend for the same cache sets.
+template <GgmlType kType>
+void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  constexpr int kChains = 4;  // hide FMA latency
+  const int64_t cols = w.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + r * w.row_bytes;
+    __m512 acc[kChains];
+    for (int u = 0; u < kChains; ++u) acc[u] = _mm512_setzero_ps();
+    int64_t c = 0;
+    for (; c + 16 * kChains <= cols; c += 16 * kChains) {
+#pragma GCC unroll 4
+      for (int u = 0; u < kChains; ++u)
+        acc[u] = _mm512_fmadd_ps(load_weights<kType>(row, c + 16 * u, 0xFFFF), _mm512_loadu_ps(x + c + 16 * u), acc[u]);
+#pragma GCC unroll 4
+      for (int64_t line = 0; line < 16 * kChains * kBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(row) + c * kBytes + kPrefetchBytes + line, _MM_HINT_T0);
+    }
+    for (; c < cols; c += 16) {
+      __mmask16 mask = c + 16 <= cols ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (cols - c)) - 1);
+      acc[0] = _mm512_fmadd_ps(load_weights<kType>(row, c, mask), _mm512_maskz_loadu_ps(mask, x + c), acc[0]);
+    }
+    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
+  }
+}
+
 // Tokens go in chunks whose activations fit in L2 while the rows stream past.
 template <GgmlType kType>
 void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
+  if (n_tokens == 1) return float_gemv_rows<kType>(w, x, y, r0, r1);
   constexpr int64_t kChunk = 36;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
     int64_t t1 = std::min(n_tokens, t0 + kChunk);
     int64_t r = r0;
-    // One token (decode) is bandwidth-bound: 8 rows in flight stream 10-30 % faster
-    // than 4 (measured on TinyLlama's F16 shapes); with more tokens 8 x 6 accumulators
-    // would not fit the registers.
-    if (t1 - t0 == 1)
-      for (; r + 8 <= r1; r += 8) float_tile<kType, 8, 1>(w, x, y, r, t0);
     for (; r + 4 <= r1; r += 4) float_tile_tokens<kType, 4>(w, x, y, r, t0, t1);
     for (; r < r1; ++r) float_tile_tokens<kType, 1>(w, x, y, r, t0, t1);
   }
