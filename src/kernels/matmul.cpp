@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -50,11 +51,50 @@ T* scratch(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
-void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, int64_t n_tokens, float* y,
-                   ThreadPool& pool) {
-  const PanelLayout& layout = *panel_layout(w.type);
+// The matrices of one matmul_parts() call as one sequence of work units (16-row panels,
+// or 8-row float tiles), which threads share in one parallel region.
+class PartUnits {
+ public:
+  struct Part {
+    WeightMatrix w;
+    float* y;
+    int64_t first_unit;
+  };
+
+  PartUnits(std::initializer_list<MatmulPart> parts, int64_t unit_rows) : unit_rows_(unit_rows) {
+    for (const MatmulPart& p : parts) {
+      parts_[n_] = {with_row_bytes(*p.w), p.y, total_};
+      total_ += (p.w->rows + unit_rows - 1) / unit_rows;
+      ++n_;
+    }
+  }
+  int64_t total() const { return total_; }
+  int64_t unit_rows() const { return unit_rows_; }
+  const WeightMatrix& first() const { return parts_[0].w; }
+
+  // fn(part, first unit, end unit) for each part's share of units [u0, u1).
+  template <typename F>
+  void split(int64_t u0, int64_t u1, F&& fn) const {
+    for (size_t i = 0; i < n_; ++i) {
+      const Part& p = parts_[i];
+      int64_t end = i + 1 < n_ ? parts_[i + 1].first_unit : total_;
+      int64_t b = std::max(u0, p.first_unit), e = std::min(u1, end);
+      if (b < e) fn(p, b - p.first_unit, e - p.first_unit);
+    }
+  }
+
+ private:
+  std::array<Part, kMaxMatmulParts> parts_{};
+  size_t n_ = 0;
+  int64_t total_ = 0;
+  int64_t unit_rows_;
+};
+
+void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  const WeightMatrix& w0 = units.first();
+  const PanelLayout& layout = *panel_layout(w0.type);
   thread_local std::vector<uint8_t> act_buffer;
-  const int64_t cols = w.cols, nb32 = cols / 32, nb16 = cols / 16;
+  const int64_t cols = w0.cols, nb32 = cols / 32, nb16 = cols / 16;
   size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
   size_t f_count = static_cast<size_t>(n_tokens * (nb32 * 2 + nb16));
   uint8_t* base = scratch(act_buffer, q_bytes + f_count * sizeof(float));
@@ -80,43 +120,63 @@ void matmul_panels(const IsaKernels& k, const WeightMatrix& w, const float* x, i
   // chunks so one chunk's activations stay in L2 while the panels stream past them (a
   // panel is reused by every token of the chunk from L1). Unpacked weights are packed
   // panel by panel here, once per call, so then all tokens form one chunk.
-  const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   const size_t group_bytes = layout.group_bytes(cols);
-  const int64_t chunk = w.packed != nullptr ? 64 : n_tokens;
-  pool.parallel_for_dynamic(groups, dynamic_grain(groups, pool), [&](int64_t g0, int64_t g1, int) {
+  const int64_t chunk = w0.packed != nullptr ? 64 : n_tokens;
+  pool.parallel_for_dynamic(units.total(), dynamic_grain(units.total(), pool), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
       int64_t t1 = std::min(n_tokens, t0 + chunk);
-      for (int64_t g = g0; g < g1; ++g) {
-        const uint8_t* panel;
-        if (w.packed != nullptr) {
-          panel = w.packed->group(g);
-        } else {
-          uint8_t* buf = scratch(panel_buffer, group_bytes);
-          pack_panel(w, g, buf);
-          panel = buf;
+      units.split(u0, u1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+          const uint8_t* panel;
+          if (p.w.packed != nullptr) {
+            panel = p.w.packed->group(g);
+          } else {
+            uint8_t* buf = scratch(panel_buffer, group_bytes);
+            pack_panel(p.w, g, buf);
+            panel = buf;
+          }
+          k.panel(panel, layout, a, t0, t1, p.y, p.w.rows, g * kPanelRows);
         }
-        k.panel(panel, layout, a, t0, t1, y, w.rows, g * kPanelRows);
-      }
+      });
     }
   });
 }
 
+// Parts can share a region when one kernel serves them all with the same activations.
+bool can_share_region(std::initializer_list<MatmulPart> parts) {
+  const WeightMatrix& w0 = *parts.begin()->w;
+  for (const MatmulPart& p : parts)
+    if (p.w->type != w0.type || p.w->cols != w0.cols || (p.w->packed == nullptr) != (w0.packed == nullptr)) return false;
+  return parts.size() <= kMaxMatmulParts;
+}
+
 }  // namespace
 
-void matmul(const WeightMatrix& weights, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
-  check_shape(weights);
-  if (weights.rows == 0 || n_tokens <= 0) return;
-  WeightMatrix w = with_row_bytes(weights);
+void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool) {
+  matmul_parts({{&w, y}}, x, n_tokens, pool);
+}
+
+void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  for (const MatmulPart& p : parts) check_shape(*p.w);
+  if (n_tokens <= 0 || parts.size() == 0) return;
   const IsaKernels* k = kernels_for(active_isa());
-  if (k == nullptr) {
-    matmul_scalar(w, x, n_tokens, y, pool);
-  } else if (panel_layout(w.type) != nullptr) {
-    matmul_panels(*k, w, x, n_tokens, y, pool);
+  if (k == nullptr || !can_share_region(parts)) {
+    for (const MatmulPart& p : parts) {
+      if (p.w->rows == 0) continue;
+      if (k == nullptr) matmul_scalar(with_row_bytes(*p.w), x, n_tokens, p.y, pool);
+      else matmul_parts({p}, x, n_tokens, pool);
+    }
+  } else if (panel_layout(parts.begin()->w->type) != nullptr) {
+    matmul_panels(*k, PartUnits(parts, kPanelRows), x, n_tokens, pool);
   } else {
-    // Grains are whole 8-row kernel tiles.
-    const int64_t grain = 8 * dynamic_grain((w.rows + 7) / 8, pool);
-    pool.parallel_for_dynamic(w.rows, grain, [&](int64_t r0, int64_t r1, int) { k->float_rows(w, x, n_tokens, y, r0, r1); });
+    // Units are whole 8-row kernel tiles.
+    PartUnits units(parts, 8);
+    pool.parallel_for_dynamic(units.total(), dynamic_grain(units.total(), pool), [&](int64_t u0, int64_t u1, int) {
+      units.split(u0, u1, [&](const PartUnits::Part& p, int64_t b, int64_t e) {
+        k->float_rows(p.w, x, n_tokens, p.y, b * 8, std::min(p.w.rows, e * 8));
+      });
+    });
   }
 }
 

@@ -3,6 +3,7 @@
 // the forward pass. One entry point; the implementation picks a kernel for the weight
 // type and the best instruction set the CPU has (or the one forced for tests).
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "core/thread_pool.h"
@@ -35,6 +36,19 @@ struct WeightMatrix {
 
 // y[t * rows + r] = sum_c W[r, c] * x[t * cols + c], for t < n_tokens.
 void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
+
+// One matrix of several applied to the same activations, and where its products go.
+struct MatmulPart {
+  const WeightMatrix* w;
+  float* y;
+};
+
+constexpr size_t kMaxMatmulParts = 4;
+
+// matmul() of each part with the same x (Q, K and V; gate and up). Parts of one type
+// and width share one quantization of x and one parallel region over all their rows:
+// for small matrices, the fixed cost per region is a large share of the work.
+void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens, ThreadPool& pool);
 
 // Reference used as the test oracle: dequantize each row, dot in double precision.
 void matmul_reference(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y);

@@ -126,9 +126,7 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = static_cast<int64_t>(batch.size());
   for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.attn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
-  matmul(w.wq, xn_.data(), rows, q_.data(), pool);
-  matmul(w.wk, xn_.data(), rows, k_.data(), pool);
-  matmul(w.wv, xn_.data(), rows, v_.data(), pool);
+  matmul_parts({{&w.wq, q_.data()}, {&w.wk, k_.data()}, {&w.wv, v_.data()}}, xn_.data(), rows, pool);
   const int64_t bt = kv.block_tokens();
   for_rows(pool, rows, c.q_dim() + 2 * c.kv_dim(), [&](int64_t r) {
     float* q = &q_[r * c.q_dim()];
@@ -154,8 +152,7 @@ void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& po
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.ffn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
-  matmul(w.w_gate, xn_.data(), rows, gate_.data(), pool);
-  matmul(w.w_up, xn_.data(), rows, up_.data(), pool);
+  matmul_parts({{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}}, xn_.data(), rows, pool);
   for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
   matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <tuple>
 #include <vector>
@@ -93,6 +94,49 @@ INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulPaths,
                            return std::string(isa_name(std::get<0>(info.param))) + "_" +
                                   type_name(std::get<1>(info.param));
                          });
+
+// Several matrices on the same activations in one region each give their product,
+// also when a panel range crosses from one matrix into the next, and when the parts
+// differ in type (then they run one after another).
+TEST_P(MatmulPaths, PartsMatchSeparateProducts) {
+  auto [isa, type] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  test::ScopedIsa forced(isa);
+  ThreadPool pool(2);
+  const int64_t cols = 256;
+  struct Matrix {
+    std::vector<uint8_t> data;
+    WeightMatrix w;
+    PackedWeights packed;
+  };
+  auto make = [&](GgmlType t, int64_t rows, uint32_t seed) {
+    auto m = std::make_unique<Matrix>();
+    auto wf = gaussian(static_cast<size_t>(rows * cols), seed);
+    size_t rb = row_bytes(t, cols);
+    m->data.resize(rb * static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * cols, m->data.data() + r * rb, cols);
+    m->w = WeightMatrix{t, rows, cols, m->data.data(), rb};
+    m->packed = pack_weights(m->w, &pool);
+    if (!m->packed.empty()) m->w.packed = &m->packed;
+    return m;
+  };
+  const GgmlType other = type == GgmlType::kF16 ? GgmlType::kQ8_0 : GgmlType::kF16;
+  for (GgmlType third : {type, other}) {
+    auto a = make(type, 40, 1), b = make(type, 16, 2), c = make(third, 24, 3);
+    for (int64_t tokens : {1, 9}) {
+      auto x = gaussian(static_cast<size_t>(tokens * cols), 4);
+      std::vector<float> ya(40 * tokens), yb(16 * tokens), yc(24 * tokens);
+      matmul_parts({{&a->w, ya.data()}, {&b->w, yb.data()}, {&c->w, yc.data()}}, x.data(), tokens, pool);
+      for (auto [m, y] : {std::pair{a.get(), &ya}, std::pair{b.get(), &yb}, std::pair{c.get(), &yc}}) {
+        std::vector<float> want(y->size());
+        matmul_reference(m->w, x.data(), tokens, want.data());
+        double num = 0, den = 0;
+        for (size_t i = 0; i < want.size(); ++i) num += ((*y)[i] - want[i]) * ((*y)[i] - want[i]), den += want[i] * want[i];
+        EXPECT_LT(std::sqrt(num / den), tolerance(isa, m->w.type)) << type_name(m->w.type) << ", " << tokens << " tokens";
+      }
+    }
+  }
+}
 
 // Float weights with a row length that is no multiple of any vector width, and rows
 // padded in memory (row_bytes larger than the data).
