@@ -1,0 +1,86 @@
+// Attention micro-benchmarks on TinyLlama-1.1B's shape (32 query heads in 4 KV groups
+// of head_dim 64, 16-position KV blocks), 2 threads, the active ISA (cap it with
+// TPS_ISA): a 128-token prompt attending causally to itself (prefill), and 16
+// sequences of 192 cached positions decoding one token each (batched decode). Reports
+// the attention FLOP/s (2 x 2 x head_dim flops per query head and key visited).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "kernels/matmul.h"
+#include "model/attention.h"
+
+namespace tps {
+namespace {
+
+struct Setup {
+  ModelConfig config;
+  KvCache kv;
+  std::vector<std::vector<int32_t>> tables;
+  ForwardBatch batch;
+  std::vector<float> q, out, scratch;
+  double flops = 0;
+
+  static ModelConfig tinyllama() {
+    ModelConfig c;
+    c.n_layers = 1;
+    c.n_heads = 32;
+    c.n_kv_heads = 4;
+    c.head_dim = 64;
+    return c;
+  }
+
+  // `sequences` sequences of `length` positions; the last `rows` of each are queried.
+  Setup(int64_t sequences, int64_t length, int64_t rows)
+      : config(tinyllama()), kv(config, sequences * ((length + 15) / 16)), tables(sequences) {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    const int64_t kv_dim = config.kv_dim(), blocks = (length + 15) / 16;
+    std::vector<float> key(kv_dim), value(kv_dim);
+    for (int64_t s = 0; s < sequences; ++s) {
+      for (int64_t b = 0; b < blocks; ++b) tables[s].push_back(static_cast<int32_t>(s * blocks + b));
+      batch.sequences.push_back({tables[s].data(), blocks});
+      for (int64_t p = 0; p < length; ++p) {
+        for (auto& x : key) x = dist(rng);
+        for (auto& x : value) x = dist(rng);
+        kv.store(0, tables[s][p / 16], p % 16, key.data(), value.data());
+        if (p >= length - rows) {
+          batch.add(0, static_cast<int32_t>(p), static_cast<int32_t>(s), false);
+          flops += 4.0 * config.head_dim * config.n_heads * static_cast<double>(p + 1);
+        }
+      }
+    }
+    q.resize(batch.size() * config.q_dim());
+    for (auto& x : q) x = dist(rng);
+    out.resize(q.size());
+  }
+};
+
+void run(benchmark::State& state, Setup& s) {
+  ThreadPool pool(2);
+  const AttentionShape shape{s.config.n_heads, s.config.n_kv_heads, s.config.head_dim};
+  for (auto _ : state) {
+    attention(s.q.data(), s.batch, s.kv, 0, shape, s.out.data(), s.scratch, pool);
+    benchmark::ClobberMemory();
+  }
+  state.counters["flop/s"] = benchmark::Counter(s.flops, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(isa_name(active_isa()));
+}
+
+void BM_AttentionPrefill128(benchmark::State& state) {
+  static Setup s(1, 128, 128);
+  run(state, s);
+}
+
+void BM_AttentionDecode16x192(benchmark::State& state) {
+  static Setup s(16, 192, 1);
+  run(state, s);
+}
+
+BENCHMARK(BM_AttentionPrefill128)->UseRealTime();
+BENCHMARK(BM_AttentionDecode16x192)->UseRealTime();
+
+}  // namespace
+}  // namespace tps
