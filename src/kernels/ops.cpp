@@ -17,7 +17,7 @@ namespace ops_baseline {
 
 const OpsKernels& ops_kernels_baseline() {
   static constexpr OpsKernels k{ops_baseline::axpy, ops_baseline::rmsnorm,
-                                ops_baseline::softmax, ops_baseline::silu_mul, ops_baseline::rope,
+                                ops_baseline::silu_mul, ops_baseline::rope,
                                 ops_baseline::attend_keys};
   return k;
 }
@@ -47,7 +47,6 @@ void axpy(float a, const float* x, float* y, int64_t n) { active().axpy(a, x, y,
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
   active().rmsnorm(x, weight, n, eps, out);
 }
-void softmax(float* x, int64_t n) { active().softmax(x, n); }
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().silu_mul(gate, up, n, out); }
 
 void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt, int64_t kt_stride, const float* v,
@@ -71,14 +70,6 @@ void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps
   for (int64_t i = 0; i < n; ++i) ss += static_cast<double>(x[i]) * x[i];
   double scale = 1.0 / std::sqrt(ss / static_cast<double>(n) + eps);
   for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(x[i] * scale * weight[i]);
-}
-
-void softmax_reference(float* x, int64_t n) {
-  float max = -INFINITY;
-  for (int64_t i = 0; i < n; ++i) max = std::max(max, x[i]);
-  double sum = 0;
-  for (int64_t i = 0; i < n; ++i) sum += std::exp(static_cast<double>(x[i]) - max);
-  for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(std::exp(static_cast<double>(x[i]) - max) / sum);
 }
 
 void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out) {

@@ -1,7 +1,7 @@
 #pragma once
 // Vector helpers of the forward pass besides matmul: axpy (residuals, biases), RMS
-// norm, softmax, SwiGLU, RoPE, attention's inner step. Each dispatches on active_isa() like matmul; the
-// *_reference functions are the plain scalar versions the tests compare against.
+// norm, SwiGLU, RoPE, attention's inner step. Each dispatches on active_isa() like matmul;
+// the *_reference functions are the plain scalar versions the tests compare against.
 #include <cstdint>
 
 namespace tps {
@@ -9,7 +9,6 @@ namespace tps {
 void axpy(float a, const float* x, float* y, int64_t n);  // y += a * x
 // out = x / sqrt(mean(x^2) + eps) * weight (out may be x)
 void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* out);
-void softmax(float* x, int64_t n);  // in place; -inf entries become 0
 // out = silu(gate) * up, silu(g) = g / (1 + e^-g) (out may alias either input)
 void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 
@@ -28,7 +27,6 @@ void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt,
 
 void axpy_reference(float a, const float* x, float* y, int64_t n);
 void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);
-void softmax_reference(float* x, int64_t n);
 void silu_mul_reference(const float* gate, const float* up, int64_t n, float* out);
 void rope_reference(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style);
 

@@ -9,7 +9,6 @@ namespace tps {
 struct OpsKernels {
   void (*axpy)(float, const float*, float*, int64_t);
   void (*rmsnorm)(const float*, const float*, int64_t, float, float*);
-  void (*softmax)(float*, int64_t);
   void (*silu_mul)(const float*, const float*, int64_t, float*);
   // cos/sin: head_dim / 2 values for the position
   void (*rope)(float*, int64_t, int64_t, const float*, const float*, RopeStyle);
