@@ -53,6 +53,8 @@ std::vector<ModelPreset> build_presets() {
        make_model_config("llama", 4096, 32, 32, 8, 14336, 128256, 8192, 500000.0f, 1e-5f, false)},
       {"qwen2.5-7b", "Qwen/Qwen2.5-7B",
        make_model_config("qwen2", 3584, 28, 28, 4, 18944, 152064, 131072, 1000000.0f, 1e-6f, false)},
+      {"stories15m", "karpathy/tinyllamas stories15M",
+       make_model_config("llama", 288, 6, 6, 6, 768, 32000, 256, 10000.0f, 1e-5f, true)},
       {"stories260k", "karpathy/tinyllamas stories260K",
        make_model_config("llama", 64, 5, 8, 4, 172, 512, 512, 10000.0f, 1e-5f, false)},
   };
