@@ -24,11 +24,8 @@ struct Setup {
   double flops = 0;
 
   static ModelConfig tinyllama() {
-    ModelConfig c;
+    ModelConfig c = *find_model_preset("tinyllama-1.1b");
     c.n_layers = 1;
-    c.n_heads = 32;
-    c.n_kv_heads = 4;
-    c.head_dim = 64;
     return c;
   }
 
