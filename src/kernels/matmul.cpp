@@ -172,9 +172,10 @@ void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64
   } else {
     // Units are whole 8-row kernel tiles.
     PartUnits units(parts, 8);
+    const int64_t tile = units.unit_rows();
     pool.parallel_for_dynamic(units.total(), dynamic_grain(units.total(), pool), [&](int64_t u0, int64_t u1, int) {
       units.split(u0, u1, [&](const PartUnits::Part& p, int64_t b, int64_t e) {
-        k->float_rows(p.w, x, n_tokens, p.y, b * 8, std::min(p.w.rows, e * 8));
+        k->float_rows(p.w, x, n_tokens, p.y, b * tile, std::min(p.w.rows, e * tile));
       });
     });
   }
