@@ -48,10 +48,12 @@ inline __m512i broadcast_u32(const int8_t* p) {
 
 // 16 rows x T tokens over a whole panel: the block's codes are unpacked once into
 // registers and used by all T tokens; per block and token, kBlock/4 vpdpbusd give 16
-// row sums, then scale and bias in float.
+// row sums, then scale and bias in float. T > 8 spans two token groups
+// (Q8Activations) and needs t0 at a group start.
 template <int kBits, int kBlock, bool kBias, bool kK, int T>
 void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
                 int64_t rows, int64_t r0) {
+  constexpr int kSpan = (T + Q8Activations::kGroup - 1) / Q8Activations::kGroup;  // token groups
   constexpr int kGroups = kBlock / 4;
   constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
   constexpr size_t kBlockBytes = kCodeBytes + (kK ? 32 : 32 + (kBias ? 32 : 0));
@@ -59,11 +61,18 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
   __m512 super_d = _mm512_setzero_ps(), super_neg_dmin = _mm512_setzero_ps();
   const float offset = static_cast<float>(layout.offset);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  // The tile's tokens t0 + t are tokens j0 + t of one group of group_n (Q8Activations).
-  const int64_t g0 = a.group_start(t0), j0 = t0 - g0, group_n = a.group_size(t0);
-  const int8_t* xq = a.q + g0 * cols + 32 * j0;
-  const float* xd = a.d + g0 * nb32 + j0;
-  const float* xs = kBlock == 32 ? a.sum32 + g0 * nb32 + j0 : a.sum16 + g0 * (cols / 16) + j0;
+  // Group h's share of the tile, tokens t0 + 8h + i, are tokens j0 + i of a group of
+  // group_n (Q8Activations); j0 is 0 but in a tile of one group.
+  const int8_t* xq[kSpan];
+  const float *xd[kSpan], *xs[kSpan];
+  int64_t group_n[kSpan];
+  for (int h = 0; h < kSpan; ++h) {
+    const int64_t th = t0 + Q8Activations::kGroup * h, g0 = a.group_start(th), j0 = th - g0;
+    group_n[h] = a.group_size(th);
+    xq[h] = a.q + g0 * cols + 32 * j0;
+    xd[h] = a.d + g0 * nb32 + j0;
+    xs[h] = kBlock == 32 ? a.sum32 + g0 * nb32 + j0 : a.sum16 + g0 * (cols / 16) + j0;
+  }
   __m512 out[T];
   for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
   for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
@@ -106,26 +115,33 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
       s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
     }
     const int64_t e = b * kBlock, db = e / 32;
-    const int8_t* qb = xq + db * 32 * group_n + e % 32;
-    const float* db_scale = xd + db * group_n;
-    const float* b_sum = xs + b * group_n;
-#pragma GCC unroll 8
+    const int8_t* qb_group[kSpan];
+    const float *scale_group[kSpan], *sum_group[kSpan];
+    for (int h = 0; h < kSpan; ++h) {
+      qb_group[h] = xq[h] + db * 32 * group_n[h] + e % 32;
+      scale_group[h] = xd[h] + db * group_n[h];
+      sum_group[h] = xs[h] + b * group_n[h];
+    }
+#pragma GCC unroll 16
     for (int t = 0; t < T; ++t) {
+      const int h = t / Q8Activations::kGroup, i = t % Q8Activations::kGroup;
+      const int8_t* qb = qb_group[h] + 32 * i;
+      const float xd_t = scale_group[h][i], xs_t = sum_group[h][i];
       // Two chains halve the dependency depth, which matters when T is small.
       __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
 #pragma GCC unroll 8
       for (int k = 0; k < kGroups; k += 2) {
-        acc0 = _mm512_dpbusd_epi32(acc0, w[k], broadcast_u32(qb + 32 * t + 4 * k));
-        acc1 = _mm512_dpbusd_epi32(acc1, w[k + 1], broadcast_u32(qb + 32 * t + 4 * k + 4));
+        acc0 = _mm512_dpbusd_epi32(acc0, w[k], broadcast_u32(qb + 4 * k));
+        acc1 = _mm512_dpbusd_epi32(acc1, w[k + 1], broadcast_u32(qb + 4 * k + 4));
       }
       __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1));
       if constexpr (kBias || kK) {
-        out[t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(db_scale[t])), out[t]);
-        out[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(b_sum[t]), out[t]);
+        out[t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(xd_t)), out[t]);
+        out[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs_t), out[t]);
       } else {
         // A fixed zero point: s * (dot * xd - offset * xs), one vector op fewer per
         // token and block, which the FMA pipes shared with vpdpbusd feel.
-        __m512 inner = _mm512_fmsub_ps(dot, _mm512_set1_ps(db_scale[t]), _mm512_set1_ps(offset * b_sum[t]));
+        __m512 inner = _mm512_fmsub_ps(dot, _mm512_set1_ps(xd_t), _mm512_set1_ps(offset * xs_t));
         out[t] = _mm512_fmadd_ps(s, inner, out[t]);
       }
     }
@@ -139,6 +155,13 @@ void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activ
                   float* y, int64_t rows, int64_t r0) {
   constexpr int kTile = 8;
   int64_t t = t0;
+  // Two groups at once halve the unpacking and loading of codes per token (measured on
+  // Q4_0 and Q8_0 GEMM: 8-token tiles are 10-20 % faster than 4-token ones). Tiles with
+  // a bias or two-level scales keep 8: more live vectors would not fit the registers.
+  if constexpr (!kBias && !kK)
+    if (a.group_start(t) == t)
+      for (; t + 2 * kTile <= t1; t += 2 * kTile)
+        panel_tile<kBits, kBlock, kBias, kK, 2 * kTile>(panel, layout, a, t, y, rows, r0);
   for (; t + kTile <= t1; t += kTile) panel_tile<kBits, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0);
   switch (t1 - t) {
     case 0: break;
