@@ -59,9 +59,6 @@ void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, flo
   }
 }
 
-// How far ahead of the weights being read the streams prefetch.
-constexpr size_t kPrefetchBytes = 4096;
-
 inline __m256i broadcast_u32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -278,37 +275,22 @@ void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int6
     for (int t = 0; t < T; ++t) y[(t0 + t) * w.rows + r + i] = hsum_ps(acc[i][t]);
 }
 
-// One token (decode): rows one after another, one prefetched sequential stream per
-// thread, as in the AVX-512 version.
-template <GgmlType kType>
-void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
-  constexpr int kChains = 4;  // hide FMA latency
-  const int64_t cols = w.cols;
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.data + r * w.row_bytes;
-    __m256 acc[kChains];
-    for (int u = 0; u < kChains; ++u) acc[u] = _mm256_setzero_ps();
-    int64_t c = 0;
-    for (; c + 8 * kChains <= cols; c += 8 * kChains) {
-#pragma GCC unroll 4
-      for (int u = 0; u < kChains; ++u)
-        acc[u] = _mm256_fmadd_ps(load_weights<kType>(row, c + 8 * u, 8), _mm256_loadu_ps(x + c + 8 * u), acc[u]);
-#pragma GCC unroll 2
-      for (int64_t line = 0; line < 8 * kChains * kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(row) + c * kBytes + kPrefetchBytes + line, _MM_HINT_T0);
-    }
-    for (; c < cols; c += 8) {
-      const int n = static_cast<int>(std::min<int64_t>(8, cols - c));
-      acc[0] = _mm256_fmadd_ps(load_weights<kType>(row, c, n), load_x(x, c, n), acc[0]);
-    }
-    y[r] = hsum_ps(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
-  }
-}
+// The vector helpers float_gemv_rows (matmul_kernels.h) needs, 8 floats wide.
+struct Vec256 {
+  using Vec = __m256;
+  static constexpr int kWidth = 8;
+  static Vec zero() { return _mm256_setzero_ps(); }
+  static Vec fma(Vec a, Vec b, Vec acc) { return _mm256_fmadd_ps(a, b, acc); }
+  static Vec add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static float sum(Vec v) { return hsum_ps(v); }
+  template <GgmlType kType>
+  static Vec weights(const uint8_t* row, int64_t c, int n) { return load_weights<kType>(row, c, n); }
+  static Vec activations(const float* x, int64_t c, int n) { return load_x(x, c, n); }
+};
 
 template <GgmlType kType>
 void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
-  if (n_tokens == 1) return float_gemv_rows<kType>(w, x, y, r0, r1);
+  if (n_tokens == 1) return float_gemv_rows<Vec256, kType>(w, x, y, r0, r1);
   constexpr int64_t kChunk = 32;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
     int64_t t1 = std::min(n_tokens, t0 + kChunk);

@@ -38,8 +38,6 @@ void quantize_activations(const float* x, int64_t cols, int8_t* q, float* d, flo
   }
 }
 
-constexpr size_t kPrefetchBytes = 4096;
-
 inline __m512i broadcast_u32(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, 4);
@@ -266,40 +264,24 @@ void float_tile_tokens(const WeightMatrix& w, const float* x, float* y, int64_t 
   }
 }
 
-// One token (decode) is bandwidth-bound: rows one after another make each thread's
-// reads one sequential stream (a matrix's rows are contiguous), prefetched well ahead
-// as the panel kernels do; several rows in flight at once would be several streams,
-// which with rows a power of two apart also contend for the same cache sets.
-template <GgmlType kType>
-void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
-  constexpr int kChains = 4;  // hide FMA latency
-  const int64_t cols = w.cols;
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.data + r * w.row_bytes;
-    __m512 acc[kChains];
-    for (int u = 0; u < kChains; ++u) acc[u] = _mm512_setzero_ps();
-    int64_t c = 0;
-    for (; c + 16 * kChains <= cols; c += 16 * kChains) {
-#pragma GCC unroll 4
-      for (int u = 0; u < kChains; ++u)
-        acc[u] = _mm512_fmadd_ps(load_weights<kType>(row, c + 16 * u, 0xFFFF), _mm512_loadu_ps(x + c + 16 * u), acc[u]);
-#pragma GCC unroll 4
-      for (int64_t line = 0; line < 16 * kChains * kBytes; line += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(row) + c * kBytes + kPrefetchBytes + line, _MM_HINT_T0);
-    }
-    for (; c < cols; c += 16) {
-      __mmask16 mask = c + 16 <= cols ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (cols - c)) - 1);
-      acc[0] = _mm512_fmadd_ps(load_weights<kType>(row, c, mask), _mm512_maskz_loadu_ps(mask, x + c), acc[0]);
-    }
-    y[r] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[0], acc[1]), _mm512_add_ps(acc[2], acc[3])));
-  }
-}
+// The vector helpers float_gemv_rows (matmul_kernels.h) needs, 16 floats wide.
+struct Vec512 {
+  using Vec = __m512;
+  static constexpr int kWidth = 16;
+  static Vec zero() { return _mm512_setzero_ps(); }
+  static Vec fma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
+  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
+  static float sum(Vec v) { return _mm512_reduce_add_ps(v); }
+  static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+  template <GgmlType kType>
+  static Vec weights(const uint8_t* row, int64_t c, int n) { return load_weights<kType>(row, c, first(n)); }
+  static Vec activations(const float* x, int64_t c, int n) { return _mm512_maskz_loadu_ps(first(n), x + c); }
+};
 
 // Tokens go in chunks whose activations fit in L2 while the rows stream past.
 template <GgmlType kType>
 void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
-  if (n_tokens == 1) return float_gemv_rows<kType>(w, x, y, r0, r1);
+  if (n_tokens == 1) return float_gemv_rows<Vec512, kType>(w, x, y, r0, r1);
   constexpr int64_t kChunk = 36;
   for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
     int64_t t1 = std::min(n_tokens, t0 + kChunk);

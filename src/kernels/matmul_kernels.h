@@ -44,6 +44,43 @@ struct IsaKernels {
   void (*float_rows)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
 };
 
+// How far ahead of the weights being read the SIMD kernels prefetch.
+constexpr size_t kPrefetchBytes = 4096;
+
+// One token (decode) through float-type weights, the same for every vector width: rows
+// one after another, so each thread reads one sequential stream (a matrix's rows are
+// contiguous), prefetched well ahead; several rows in flight at once would be several
+// streams, which with rows a power of two apart also contend for the same cache sets.
+// V holds an ISA's vector helpers: kWidth floats per Vec, zero(), fma(a, b, acc),
+// add(a, b), sum(v), and weights<kType>(row, c, n) / activations(x, c, n) for the n <=
+// kWidth elements at c (fewer than kWidth: a zero-filled tail).
+template <typename V, GgmlType kType>
+void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
+  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  constexpr int kChains = 4;                                  // hide FMA latency
+  constexpr int64_t kStep = V::kWidth * kChains;
+  const int64_t cols = w.cols;
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* row = w.data + r * w.row_bytes;
+    typename V::Vec acc[kChains] = {V::zero(), V::zero(), V::zero(), V::zero()};
+    int64_t c = 0;
+    for (; c + kStep <= cols; c += kStep) {
+#pragma GCC unroll 4
+      for (int u = 0; u < kChains; ++u)
+        acc[u] = V::fma(V::template weights<kType>(row, c + V::kWidth * u, V::kWidth),
+                        V::activations(x, c + V::kWidth * u, V::kWidth), acc[u]);
+#pragma GCC unroll 4
+      for (int64_t line = 0; line < kStep * kBytes; line += 64)
+        __builtin_prefetch(row + c * kBytes + kPrefetchBytes + line, 0, 3);
+    }
+    for (; c < cols; c += V::kWidth) {
+      const int n = static_cast<int>(std::min<int64_t>(V::kWidth, cols - c));
+      acc[0] = V::fma(V::template weights<kType>(row, c, n), V::activations(x, c, n), acc[0]);
+    }
+    y[r] = V::sum(V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3])));
+  }
+}
+
 // nullptr when this build has no kernels for the ISA.
 const IsaKernels* isa_kernels_avx2();
 const IsaKernels* isa_kernels_avx512();
