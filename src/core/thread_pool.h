@@ -59,6 +59,31 @@ class ThreadPool {
     });
   }
 
+  // Like parallel_for_dynamic, but each grab takes a share of what is left (at least
+  // min_grain): long contiguous ranges first, which streaming reads need (the
+  // hardware prefetchers restart at every jump), then shorter ones that even out
+  // threads slowed by other tenants.
+  template <typename F>
+  void parallel_for_guided(int64_t n, int64_t min_grain, F&& fn) {
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n <= min_grain) {
+      fn(int64_t{0}, n, 0);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    const int64_t share = 2 * n_threads_;
+    run([&](int ti, int) {
+      int64_t b = next.load(std::memory_order_relaxed);
+      while (b < n) {
+        const int64_t e = std::min(n, b + std::max(min_grain, (n - b) / share));
+        if (next.compare_exchange_weak(b, e, std::memory_order_relaxed)) {
+          fn(b, e, ti);
+          b = next.load(std::memory_order_relaxed);
+        }
+      }
+    });
+  }
+
   // The default thread count: the cores this process may run on.
   static int default_threads();
 

@@ -31,11 +31,10 @@ void check_shape(const WeightMatrix& w) {
     fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
-// Items per grab when threads share `items` dynamically: about 8 grabs per thread,
-// few enough that the shared counter costs nothing, many enough to even out.
-int64_t dynamic_grain(int64_t items, const ThreadPool& pool) {
-  return std::max<int64_t>(1, items / (8 * pool.size()));
-}
+// The fewest units a thread takes at once from a matrix's guided split.
+constexpr int64_t kMinGrabUnits = 2;
+// Panel bytes a thread keeps in L2 while a chunk of tokens passes over them.
+constexpr size_t kStretchBytes = 256 * 1024;
 
 // row_bytes 0 means rows are packed back to back.
 WeightMatrix with_row_bytes(const WeightMatrix& w) {
@@ -115,30 +114,36 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
   else quantize_tokens(0, n_tokens, 0);
 
-  // Threads take ranges of 16-row panels as they become free (a fixed split loses the
-  // difference whenever other tenants of a shared machine slow one core). Tokens go in
-  // chunks so one chunk's activations stay in L2 while the panels stream past them (a
-  // panel is reused by every token of the chunk from L1). Unpacked weights are packed
-  // panel by panel here, once per call, so then all tokens form one chunk.
+  // Threads take contiguous ranges of 16-row panels, long ones first, as they become
+  // free (a fixed split loses the difference whenever other tenants of a shared
+  // machine slow one core; short interleaved ranges cost decode 5-10 % of its
+  // bandwidth). A range goes in stretches of panels that fit in L2 beside one chunk of
+  // tokens' activations; each stretch meets every chunk in turn (a panel is reused by
+  // every token of the chunk from L1). Unpacked weights are packed panel by panel
+  // here, once per call, so then all tokens form one chunk.
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w0.packed != nullptr ? 64 : n_tokens;
-  pool.parallel_for_dynamic(units.total(), dynamic_grain(units.total(), pool), [&](int64_t u0, int64_t u1, int) {
+  const int64_t stretch = std::max<int64_t>(1, static_cast<int64_t>(kStretchBytes / group_bytes));
+  pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-      int64_t t1 = std::min(n_tokens, t0 + chunk);
-      units.split(u0, u1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g) {
-          const uint8_t* panel;
-          if (p.w.packed != nullptr) {
-            panel = p.w.packed->group(g);
-          } else {
-            uint8_t* buf = scratch(panel_buffer, group_bytes);
-            pack_panel(p.w, g, buf);
-            panel = buf;
+    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
+      const int64_t s1 = std::min(u1, s0 + stretch);
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+        int64_t t1 = std::min(n_tokens, t0 + chunk);
+        units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; ++g) {
+            const uint8_t* panel;
+            if (p.w.packed != nullptr) {
+              panel = p.w.packed->group(g);
+            } else {
+              uint8_t* buf = scratch(panel_buffer, group_bytes);
+              pack_panel(p.w, g, buf);
+              panel = buf;
+            }
+            k.panel(panel, layout, a, t0, t1, p.y, p.w.rows, g * kPanelRows);
           }
-          k.panel(panel, layout, a, t0, t1, p.y, p.w.rows, g * kPanelRows);
-        }
-      });
+        });
+      }
     }
   });
 }
@@ -173,7 +178,7 @@ void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64
     // Units are whole 8-row kernel tiles.
     PartUnits units(parts, 8);
     const int64_t tile = units.unit_rows();
-    pool.parallel_for_dynamic(units.total(), dynamic_grain(units.total(), pool), [&](int64_t u0, int64_t u1, int) {
+    pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
       units.split(u0, u1, [&](const PartUnits::Part& p, int64_t b, int64_t e) {
         k->float_rows(p.w, x, n_tokens, p.y, b * tile, std::min(p.w.rows, e * tile));
       });

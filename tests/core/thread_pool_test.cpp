@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <mutex>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 namespace tps {
@@ -18,6 +21,53 @@ TEST(ThreadPool, ParallelForCoversEveryIndexOnce) {
       for (int64_t i = 0; i < n; ++i) EXPECT_EQ(hits[i], 1) << "n=" << n << " i=" << i;
     }
   }
+}
+
+// The ranges a parallel-for hands out, in the order they were taken.
+template <typename Split>
+std::vector<std::pair<int64_t, int64_t>> ranges_of(int64_t n, Split&& split) {
+  std::mutex mu;
+  std::vector<std::pair<int64_t, int64_t>> ranges;
+  split(n, [&](int64_t b, int64_t e, int) {
+    std::lock_guard<std::mutex> lock(mu);
+    ranges.emplace_back(b, e);
+  });
+  return ranges;
+}
+
+void expect_exact_cover(std::vector<std::pair<int64_t, int64_t>> ranges, int64_t n) {
+  std::sort(ranges.begin(), ranges.end());
+  int64_t at = 0;
+  for (auto [b, e] : ranges) {
+    EXPECT_EQ(b, at) << "gap or overlap before " << b << " of " << n;
+    EXPECT_LT(b, e);
+    at = e;
+  }
+  EXPECT_EQ(at, n);
+}
+
+TEST(ThreadPool, DynamicAndGuidedSplitsCoverEveryIndexOnce) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t n : {1, 2, 7, 128, 2000}) {
+      for (int round = 0; round < 20; ++round) {
+        expect_exact_cover(ranges_of(n, [&](int64_t m, auto fn) { pool.parallel_for_dynamic(m, 3, fn); }), n);
+        expect_exact_cover(ranges_of(n, [&](int64_t m, auto fn) { pool.parallel_for_guided(m, 2, fn); }), n);
+      }
+    }
+  }
+}
+
+// Guided ranges start long (a share of what is left) and never fall below the minimum
+// but at the very end.
+TEST(ThreadPool, GuidedRangesShrinkFromAShareOfTheWork) {
+  ThreadPool pool(2);
+  const int64_t n = 1000, min_grain = 4;
+  auto ranges = ranges_of(n, [&](int64_t m, auto fn) { pool.parallel_for_guided(m, min_grain, fn); });
+  std::sort(ranges.begin(), ranges.end());
+  EXPECT_EQ(ranges.front(), std::make_pair(int64_t{0}, n / 4));
+  for (size_t i = 0; i + 1 < ranges.size(); ++i) EXPECT_GE(ranges[i].second - ranges[i].first, min_grain);
+  EXPECT_LT(ranges.size(), 40u);
 }
 
 TEST(ThreadPool, RunGivesEveryThreadItsIndexAndManyRoundsComplete) {
