@@ -19,6 +19,18 @@ struct GroupState {
   float* o;
 };
 
+// Asks for one KV block's keys and values of one head ahead of use. Blocks sit
+// anywhere in the pool, so the hardware prefetchers cannot run ahead across them, and a
+// decode step's K/V (135 MB for 16 TinyLlama sequences of 192 positions) come from
+// memory: without this, attention read them at 13 GB/s (with it 17; one block ahead
+// measured better than two, or than all of a row's blocks into L2 at its start).
+void prefetch_block(const float* keys_t, const float* values, int64_t bt, int64_t head_dim, int64_t stride) {
+  constexpr int64_t kLine = 64 / sizeof(float);
+  for (int64_t i = 0; i < head_dim * bt; i += kLine) __builtin_prefetch(keys_t + i);
+  for (int64_t j = 0; j < bt; ++j)
+    for (int64_t e = 0; e < head_dim; e += kLine) __builtin_prefetch(values + j * stride + e);
+}
+
 // The query heads of KV head `kv_head` for one row, over positions 0..position.
 void attend_group(const float* q, const SequenceBlocks& seq, int64_t position, const KvCache& kv, int64_t layer,
                   int64_t kv_head, int64_t group, int64_t head_dim, float scale, GroupState s, float* out) {
@@ -28,11 +40,14 @@ void attend_group(const float* q, const SequenceBlocks& seq, int64_t position, c
   std::fill(s.m, s.m + group, -std::numeric_limits<float>::infinity());
   std::fill(s.l, s.l + group, 0.0f);
   std::fill(s.o, s.o + group * head_dim, 0.0f);
+  auto keys_of = [&](int64_t start) { return kv.keys(layer, seq.block_table[start / bt]) + kv_head * head_dim * bt; };
+  auto values_of = [&](int64_t start) { return kv.values(layer, seq.block_table[start / bt]) + kv_head * head_dim; };
+  prefetch_block(keys_of(0), values_of(0), bt, head_dim, stride);
   for (int64_t start = 0; start <= position; start += bt) {
-    const int32_t block = seq.block_table[start / bt];
     const int64_t n = std::min(bt, position + 1 - start);
-    const float* keys_t = kv.keys(layer, block) + kv_head * head_dim * bt;
-    const float* values = kv.values(layer, block) + kv_head * head_dim;
+    const float* keys_t = keys_of(start);
+    const float* values = values_of(start);
+    if (start + bt <= position) prefetch_block(keys_of(start + bt), values_of(start + bt), bt, head_dim, stride);
     for (int64_t j = 0; j < n; j += kAttentionKeys)
       attend_keys(s.q, group, head_dim, keys_t + j, bt, values + j * stride, stride,
                   std::min<int64_t>(kAttentionKeys, n - j), s.m, s.l, s.o);
