@@ -99,7 +99,7 @@ ModelCost model_cost(const GgufFile& file, const ModelConfig& config) {
     cost.weight_bytes_per_step += double(t.nbytes);
     if (t.dims.size() >= 2) cost.matmul_params += double(t.n_elements());
   }
-  cost.kv_bytes_per_position = 2.0 * config.n_layers * config.kv_dim() * sizeof(float);  // KvCache holds f32
+  cost.kv_bytes_per_position = 2.0 * config.n_layers * config.kv_dim() * KvCache::kBytesPerValue;
   return cost;
 }
 

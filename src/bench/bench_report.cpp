@@ -103,7 +103,7 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
   const BenchCase& c = r.bench_case;
   nlohmann::json j = {{"test", r.test},
                       {"model", model_json(report.model)},
-                      {"kv_type", "f32"},
+                      {"kv_type", "f16"},
                       {"threads", c.threads},
                       {"batch", c.batch},
                       {"prompt_tokens", c.prompt},

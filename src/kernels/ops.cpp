@@ -8,6 +8,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops_kernels.h"
+#include "quant/quantize.h"
 
 namespace tps {
 
@@ -49,8 +50,8 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().silu_mul(gate, up, n, out); }
 
-void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt, int64_t kt_stride, const float* v,
-                 int64_t v_stride, int64_t n, float* m, float* l, float* o) {
+void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const uint16_t* kt, int64_t kt_stride,
+                 const uint16_t* v, int64_t v_stride, int64_t n, float* m, float* l, float* o) {
   active().attend_keys(q, n_q, head_dim, kt, kt_stride, v, v_stride, n, m, l, o);
 }
 

@@ -19,11 +19,12 @@ enum class RopeStyle { kAdjacent, kHalves };
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style);
 
 // Attention's inner step (FlashAttention-style online softmax) over up to
-// kAttentionKeys keys shared by n_q query heads; see ops_impl.inc for the layout.
-// model/attention.cpp drives it; its test compares whole attention to a reference.
+// kAttentionKeys keys shared by n_q query heads; keys and values are IEEE halves (the
+// KV cache's storage); see ops_impl.inc for the layout. model/attention.cpp drives it;
+// its test compares whole attention to a reference.
 constexpr int kAttentionKeys = 16;
-void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const float* kt, int64_t kt_stride, const float* v,
-                 int64_t v_stride, int64_t n, float* m, float* l, float* o);
+void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const uint16_t* kt, int64_t kt_stride,
+                 const uint16_t* v, int64_t v_stride, int64_t n, float* m, float* l, float* o);
 
 void axpy_reference(float a, const float* x, float* y, int64_t n);
 void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);

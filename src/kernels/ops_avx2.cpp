@@ -1,4 +1,6 @@
 // kernels/ops_impl.inc compiled for AVX2.
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -6,6 +8,7 @@
 #include <vector>
 
 #include "kernels/ops_kernels.h"
+#include "quant/quantize.h"
 
 namespace tps {
 namespace ops_avx2 {

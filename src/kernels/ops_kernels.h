@@ -12,8 +12,8 @@ struct OpsKernels {
   void (*silu_mul)(const float*, const float*, int64_t, float*);
   // cos/sin: head_dim / 2 values for the position
   void (*rope)(float*, int64_t, int64_t, const float*, const float*, RopeStyle);
-  void (*attend_keys)(const float*, int64_t, int64_t, const float*, int64_t, const float*, int64_t, int64_t, float*,
-                      float*, float*);
+  void (*attend_keys)(const float*, int64_t, int64_t, const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t,
+                      float*, float*, float*);
 };
 
 const OpsKernels& ops_kernels_baseline();  // no ISA flags: SSE2 on x86-64

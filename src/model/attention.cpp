@@ -24,8 +24,8 @@ struct GroupState {
 // decode step's K/V (135 MB for 16 TinyLlama sequences of 192 positions) come from
 // memory: without this, attention read them at 13 GB/s (with it 17; one block ahead
 // measured better than two, or than all of a row's blocks into L2 at its start).
-void prefetch_block(const float* keys_t, const float* values, int64_t bt, int64_t head_dim, int64_t stride) {
-  constexpr int64_t kLine = 64 / sizeof(float);
+void prefetch_block(const uint16_t* keys_t, const uint16_t* values, int64_t bt, int64_t head_dim, int64_t stride) {
+  constexpr int64_t kLine = 64 / sizeof(uint16_t);
   for (int64_t i = 0; i < head_dim * bt; i += kLine) __builtin_prefetch(keys_t + i);
   for (int64_t j = 0; j < bt; ++j)
     for (int64_t e = 0; e < head_dim; e += kLine) __builtin_prefetch(values + j * stride + e);
@@ -47,8 +47,8 @@ void attend_group(const float* q, const SequenceBlocks& seq, int64_t position, b
   if (cold) prefetch_block(keys_of(0), values_of(0), bt, head_dim, stride);
   for (int64_t start = 0; start <= position; start += bt) {
     const int64_t n = std::min(bt, position + 1 - start);
-    const float* keys_t = keys_of(start);
-    const float* values = values_of(start);
+    const uint16_t* keys_t = keys_of(start);
+    const uint16_t* values = values_of(start);
     if (cold && start + bt <= position)
       prefetch_block(keys_of(start + bt), values_of(start + bt), bt, head_dim, stride);
     for (int64_t j = 0; j < n; j += kAttentionKeys)

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "quant/quantize.h"
 
 namespace tps {
 
@@ -13,15 +14,16 @@ KvCache::KvCache(const ModelConfig& config, int64_t n_blocks, int64_t block_toke
 }
 
 void KvCache::store(int64_t layer, int64_t block, int64_t slot, const float* key, const float* value) {
-  float* keys_t = keys(layer, block) + slot;
-  for (int64_t c = 0; c < kv_dim_; ++c) keys_t[c * block_tokens_] = key[c];
-  std::copy(value, value + kv_dim_, values(layer, block) + slot * kv_dim_);
+  uint16_t* keys_t = keys(layer, block) + slot;
+  for (int64_t c = 0; c < kv_dim_; ++c) keys_t[c * block_tokens_] = f32_to_f16(key[c]);
+  uint16_t* values_row = values(layer, block) + slot * kv_dim_;
+  for (int64_t c = 0; c < kv_dim_; ++c) values_row[c] = f32_to_f16(value[c]);
 }
 
 void KvCache::copy_block(int64_t from, int64_t to) {
   const size_t n = 2 * block_tokens_ * kv_dim_;  // keys then values of one layer
   for (int64_t layer = 0; layer < n_layers_; ++layer) {
-    const float* src = storage_.data() + offset(layer, from, 0);
+    const uint16_t* src = storage_.data() + offset(layer, from, 0);
     std::copy(src, src + n, storage_.data() + offset(layer, to, 0));
   }
 }

@@ -115,7 +115,12 @@ TEST(Generator, KvCacheGrowsKeepingWhatItHolds) {
   Generator stepwise(*model, pool, 128);  // grows block by block, past 16 and 32
   std::span<float> last;
   for (int32_t t : tokens) last = stepwise.step(t);
-  for (size_t i = 0; i < expected.size(); ++i) ASSERT_NEAR(last[i], expected[i], 1e-4) << i;
+  // One prompt forward and 41 one-token steps sum in different orders, and a last-bit
+  // difference can round a cached half the other way: halves' precision (2^-11) bounds
+  // what agrees. A grown cache that lost a block would be off by far more.
+  double worst = 0;
+  for (size_t i = 0; i < expected.size(); ++i) worst = std::max<double>(worst, std::fabs(last[i] - expected[i]));
+  EXPECT_LT(worst, 2e-3);
 }
 
 TEST(Percentile, NearestRank) {

@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 #include "model/model.h"
+#include "quant/quantize.h"
 #include "test_fixtures.h"
 
 namespace tps {
@@ -127,17 +128,35 @@ TEST(KvCache, CopyBlockCopiesEveryLayer) {
   c.head_dim = 2;
   KvCache kv(c, 3, 2);
   for (int64_t layer = 0; layer < 2; ++layer)
-    for (int i = 0; i < 4; ++i) {
-      kv.keys(layer, 1)[i] = static_cast<float>(10 * layer + i);
-      kv.values(layer, 1)[i] = static_cast<float>(-10 * layer - i);
+    for (int slot = 0; slot < 2; ++slot) {
+      const float key[2] = {10.0f * layer + slot, 0.5f}, value[2] = {-10.0f * layer - slot, 0.25f};
+      kv.store(layer, 1, slot, key, value);
     }
   kv.copy_block(1, 2);
   for (int64_t layer = 0; layer < 2; ++layer)
-    for (int i = 0; i < 4; ++i) {
-      EXPECT_EQ(kv.keys(layer, 2)[i], 10 * layer + i);
-      EXPECT_EQ(kv.values(layer, 2)[i], -10 * layer - i);
-      EXPECT_EQ(kv.keys(layer, 0)[i], 0);
+    for (int slot = 0; slot < 2; ++slot) {
+      // Keys transposed ([dim][slot]), values by slot ([slot][dim]).
+      EXPECT_EQ(f16_to_f32(kv.keys(layer, 2)[slot]), 10.0f * layer + slot);
+      EXPECT_EQ(f16_to_f32(kv.keys(layer, 2)[2 + slot]), 0.5f);
+      EXPECT_EQ(f16_to_f32(kv.values(layer, 2)[2 * slot]), -10.0f * layer - slot);
+      EXPECT_EQ(f16_to_f32(kv.values(layer, 2)[2 * slot + 1]), 0.25f);
+      EXPECT_EQ(kv.keys(layer, 0)[slot], 0);
     }
+}
+
+// The cache holds halves: a stored value comes back rounded to the nearest one.
+TEST(KvCache, StoresHalves) {
+  ModelConfig c;
+  c.n_layers = 1;
+  c.n_heads = c.n_kv_heads = 1;
+  c.head_dim = 1;
+  KvCache kv(c, 1, 1);
+  const float key = 0.1f, value = 3.14159f;
+  kv.store(0, 0, 0, &key, &value);
+  EXPECT_EQ(kv.keys(0, 0)[0], f32_to_f16(key));
+  EXPECT_NEAR(f16_to_f32(kv.keys(0, 0)[0]), key, 1e-4);
+  EXPECT_NEAR(f16_to_f32(kv.values(0, 0)[0]), value, 2e-3);
+  EXPECT_EQ(kv.bytes(), 2 * sizeof(uint16_t));
 }
 
 }  // namespace tps
