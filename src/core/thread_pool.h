@@ -48,15 +48,7 @@ class ThreadPool {
   // uneven cost (causal attention rows), where a fixed split leaves a thread idle.
   template <typename F>
   void parallel_for_dynamic(int64_t n, int64_t grain, F&& fn) {
-    if (n <= 0) return;
-    if (n_threads_ == 1 || n <= grain) {
-      fn(int64_t{0}, n, 0);
-      return;
-    }
-    std::atomic<int64_t> next{0};
-    run([&](int ti, int) {
-      for (int64_t b; (b = next.fetch_add(grain, std::memory_order_relaxed)) < n;) fn(b, std::min(n, b + grain), ti);
-    });
+    share_out(n, grain, 0, fn);
   }
 
   // Like parallel_for_dynamic, but each grab takes a share of what is left (at least
@@ -65,23 +57,7 @@ class ThreadPool {
   // threads slowed by other tenants.
   template <typename F>
   void parallel_for_guided(int64_t n, int64_t min_grain, F&& fn) {
-    if (n <= 0) return;
-    if (n_threads_ == 1 || n <= min_grain) {
-      fn(int64_t{0}, n, 0);
-      return;
-    }
-    std::atomic<int64_t> next{0};
-    const int64_t share = 2 * n_threads_;
-    run([&](int ti, int) {
-      int64_t b = next.load(std::memory_order_relaxed);
-      while (b < n) {
-        const int64_t e = std::min(n, b + std::max(min_grain, (n - b) / share));
-        if (next.compare_exchange_weak(b, e, std::memory_order_relaxed)) {
-          fn(b, e, ti);
-          b = next.load(std::memory_order_relaxed);
-        }
-      }
-    });
+    share_out(n, min_grain, 2 * n_threads_, fn);
   }
 
   // The default thread count: the cores this process may run on.
@@ -90,6 +66,28 @@ class ThreadPool {
  private:
   using RawFn = void (*)(void*, int, int);
   void dispatch(RawFn fn, void* ctx);
+
+  // Ranges of `grain` items, or with share > 0 of max(grain, what is left / share),
+  // to whichever thread asks next: fn(begin, end, thread_index).
+  template <typename F>
+  void share_out(int64_t n, int64_t grain, int64_t share, F& fn) {
+    if (n <= 0) return;
+    if (n_threads_ == 1 || n <= grain) {
+      fn(int64_t{0}, n, 0);
+      return;
+    }
+    std::atomic<int64_t> next{0};
+    run([&](int ti, int) {
+      int64_t b = next.load(std::memory_order_relaxed);
+      while (b < n) {
+        const int64_t e = std::min(n, b + (share > 0 ? std::max(grain, (n - b) / share) : grain));
+        if (next.compare_exchange_weak(b, e, std::memory_order_relaxed)) {
+          fn(b, e, ti);
+          b = next.load(std::memory_order_relaxed);
+        }
+      }
+    });
+  }
   void worker_loop(int index);
 
   int n_threads_;

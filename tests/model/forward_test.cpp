@@ -121,12 +121,17 @@ INSTANTIATE_TEST_SUITE_P(Models, Forward,
                          ::testing::Values("models/stories260K.gguf", "models/synthetic/qwen2ish-f32.gguf"),
                          [](const auto& info) { return info.index == 0 ? std::string("llama") : std::string("qwen2"); });
 
-TEST(KvCache, CopyBlockCopiesEveryLayer) {
+// One KV head of head_dim values per layer.
+ModelConfig single_head_config(int64_t layers, int64_t head_dim) {
   ModelConfig c;
-  c.n_layers = 2;
+  c.n_layers = layers;
   c.n_heads = c.n_kv_heads = 1;
-  c.head_dim = 2;
-  KvCache kv(c, 3, 2);
+  c.head_dim = head_dim;
+  return c;
+}
+
+TEST(KvCache, CopyBlockCopiesEveryLayer) {
+  KvCache kv(single_head_config(2, 2), 3, 2);
   for (int64_t layer = 0; layer < 2; ++layer)
     for (int slot = 0; slot < 2; ++slot) {
       const float key[2] = {10.0f * layer + slot, 0.5f}, value[2] = {-10.0f * layer - slot, 0.25f};
@@ -146,11 +151,7 @@ TEST(KvCache, CopyBlockCopiesEveryLayer) {
 
 // The cache holds halves: a stored value comes back rounded to the nearest one.
 TEST(KvCache, StoresHalves) {
-  ModelConfig c;
-  c.n_layers = 1;
-  c.n_heads = c.n_kv_heads = 1;
-  c.head_dim = 1;
-  KvCache kv(c, 1, 1);
+  KvCache kv(single_head_config(1, 1), 1, 1);
   const float key = 0.1f, value = 3.14159f;
   kv.store(0, 0, 0, &key, &value);
   EXPECT_EQ(kv.keys(0, 0)[0], f32_to_f16(key));
