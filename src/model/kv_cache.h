@@ -20,7 +20,7 @@ class KvCache {
   int64_t block_tokens() const { return block_tokens_; }
   int64_t kv_dim() const { return kv_dim_; }
   static constexpr int64_t kBytesPerValue = sizeof(uint16_t);
-  size_t bytes() const { return storage_.size() * sizeof(uint16_t); }
+  size_t bytes() const { return storage_.size() * kBytesPerValue; }
 
   // One block of one layer. Keys are stored transposed, [kv_dim][block_tokens], so the
   // keys of one head form rows of consecutive positions that attention scores a
