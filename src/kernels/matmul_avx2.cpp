@@ -313,7 +313,7 @@ void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* 
   }
 }
 
-constexpr IsaKernels kKernels{quantize_activations, panel, float_rows};
+constexpr IsaKernels kKernels{quantize_activations, panel, nullptr, float_rows};
 
 }  // namespace
 

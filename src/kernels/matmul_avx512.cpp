@@ -44,19 +44,24 @@ inline __m512i broadcast_u32(const int8_t* p) {
   return _mm512_set1_epi32(v);
 }
 
-// 16 rows x T tokens over a whole panel: the block's codes are unpacked once into
-// registers and used by all T tokens; per block and token, kBlock/4 vpdpbusd give 16
-// row sums, then scale and bias in float. T > 8 spans two token groups
-// (Q8Activations) and needs t0 at a group start.
-template <int kBits, int kBlock, bool kBias, bool kK, int T>
-void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
-                int64_t rows, int64_t r0) {
+// 16 rows x T tokens over a whole panel, for each of P panels: the block's codes are
+// unpacked once into registers and used by all T tokens; per block and token, kBlock/4
+// vpdpbusd give 16 row sums, then scale and bias in float. T > 8 spans two token
+// groups (Q8Activations) and needs t0 at a group start. P = 2 (one token) reads two
+// panels far apart side by side: two memory streams keep more reads in flight than
+// one (decode).
+template <int kBits, int kBlock, bool kBias, bool kK, int T, int P = 1>
+void panel_tile(const uint8_t* const (&panels)[P], const PanelLayout& layout, const Q8Activations& a, int64_t t0,
+                float* y, int64_t rows, const int64_t (&r0)[P]) {
+  static_assert(P == 1 || T == 1, "several panels at once only for one token: registers");
   constexpr int kSpan = (T + Q8Activations::kGroup - 1) / Q8Activations::kGroup;  // token groups
   constexpr int kGroups = kBlock / 4;
   constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
   constexpr size_t kBlockBytes = kCodeBytes + (kK ? 32 : 32 + (kBias ? 32 : 0));
+  // Two streams each prefetch half as far ahead (measured: TinyLlama's Q4_0 matrices in
+  // a row, 2 threads, 2 KiB 3 % faster than 4 KiB).
+  constexpr size_t kAhead = kPrefetchBytes / P;
   const int64_t cols = a.cols, nb32 = cols / 32, nblocks = cols / kBlock;
-  __m512 super_d = _mm512_setzero_ps(), super_neg_dmin = _mm512_setzero_ps();
   const float offset = static_cast<float>(layout.offset);
   const __m512i low4 = _mm512_set1_epi8(0x0F);
   // Group h's share of the tile, tokens t0 + 8h + i, are tokens j0 + i of a group of
@@ -71,47 +76,14 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
     xd[h] = a.d + g0 * nb32 + j0;
     xs[h] = kBlock == 32 ? a.sum32 + g0 * nb32 + j0 : a.sum16 + g0 * (cols / 16) + j0;
   }
-  __m512 out[T];
-  for (int t = 0; t < T; ++t) out[t] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nblocks; ++b, panel += kBlockBytes) {
-    // Panels stream from memory while the tile computes: prefetch well ahead. Measured
-    // on 5632x2048 Q4_0 (2 threads): +40 % at 8 tokens, +27 % at 16, +8 % at 64.
-#pragma GCC unroll 8
-    for (size_t line = 0; line < kBlockBytes; line += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(panel) + kPrefetchBytes + line, _MM_HINT_T0);
-    if constexpr (kK) {
-      if (b % PanelLayout::kSuperBlocks == 0) {
-        super_d = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel)));
-        super_neg_dmin = _mm512_sub_ps(_mm512_setzero_ps(),
-                                       _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + 32))));
-        panel += PanelLayout::kSuperHeader;
-      }
-    }
-    __m512i w[kGroups];
-    if constexpr (kBits == 4) {
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) {
-        __m512i v = _mm512_loadu_si512(panel + 64 * k);
-        w[k] = _mm512_and_si512(v, low4);
-        w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
-      }
-    } else {
-#pragma GCC unroll 8
-      for (int k = 0; k < kGroups; ++k) w[k] = _mm512_loadu_si512(panel + 64 * k);
-    }
-    __m512 s, m = _mm512_setzero_ps();
-    if constexpr (kK) {
-      auto u8_to_ps = [](const uint8_t* p) {
-        return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
-      };
-      s = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes), super_d);
-      m = _mm512_mul_ps(u8_to_ps(panel + kCodeBytes + 16), super_neg_dmin);
-    } else if constexpr (kBias) {
-      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
-      m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes + 32)));
-    } else {
-      s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel + kCodeBytes)));
-    }
+  const uint8_t* panel[P];
+  __m512 super_d[P], super_neg_dmin[P], out[P][T];
+  for (int p = 0; p < P; ++p) {
+    panel[p] = panels[p];
+    super_d[p] = super_neg_dmin[p] = _mm512_setzero_ps();
+    for (int t = 0; t < T; ++t) out[p][t] = _mm512_setzero_ps();
+  }
+  for (int64_t b = 0; b < nblocks; ++b) {
     const int64_t e = b * kBlock, db = e / 32;
     const int8_t* qb_group[kSpan];
     const float *scale_group[kSpan], *sum_group[kSpan];
@@ -120,35 +92,86 @@ void panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activat
       scale_group[h] = xd[h] + db * group_n[h];
       sum_group[h] = xs[h] + b * group_n[h];
     }
-#pragma GCC unroll 16
-    for (int t = 0; t < T; ++t) {
-      const int h = t / Q8Activations::kGroup, i = t % Q8Activations::kGroup;
-      const int8_t* qb = qb_group[h] + 32 * i;
-      const float xd_t = scale_group[h][i], xs_t = sum_group[h][i];
-      // Two chains halve the dependency depth, which matters when T is small.
-      __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+#pragma GCC unroll 2
+    for (int p = 0; p < P; ++p) {
+      // Panels stream from memory while the tile computes: prefetch well ahead.
+      // Measured on 5632x2048 Q4_0 (2 threads): +40 % at 8 tokens, +27 % at 16, +8 % at 64.
 #pragma GCC unroll 8
-      for (int k = 0; k < kGroups; k += 2) {
-        acc0 = _mm512_dpbusd_epi32(acc0, w[k], broadcast_u32(qb + 4 * k));
-        acc1 = _mm512_dpbusd_epi32(acc1, w[k + 1], broadcast_u32(qb + 4 * k + 4));
+      for (size_t line = 0; line < kBlockBytes; line += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(panel[p]) + kAhead + line, _MM_HINT_T0);
+      if constexpr (kK) {
+        if (b % PanelLayout::kSuperBlocks == 0) {
+          super_d[p] = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel[p])));
+          super_neg_dmin[p] = _mm512_sub_ps(
+              _mm512_setzero_ps(), _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(panel[p] + 32))));
+          panel[p] += PanelLayout::kSuperHeader;
+        }
       }
-      __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1));
-      if constexpr (kBias || kK) {
-        out[t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(xd_t)), out[t]);
-        out[t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs_t), out[t]);
+      const uint8_t* pb = panel[p];
+      __m512i w[kGroups];
+      if constexpr (kBits == 4) {
+#pragma GCC unroll 4
+        for (int k = 0; k < 4; ++k) {
+          __m512i v = _mm512_loadu_si512(pb + 64 * k);
+          w[k] = _mm512_and_si512(v, low4);
+          w[k + 4] = _mm512_and_si512(_mm512_srli_epi16(v, 4), low4);
+        }
       } else {
-        // A fixed zero point: s * (dot * xd - offset * xs), one vector op fewer per
-        // token and block, which the FMA pipes shared with vpdpbusd feel.
-        __m512 inner = _mm512_fmsub_ps(dot, _mm512_set1_ps(xd_t), _mm512_set1_ps(offset * xs_t));
-        out[t] = _mm512_fmadd_ps(s, inner, out[t]);
+#pragma GCC unroll 8
+        for (int k = 0; k < kGroups; ++k) w[k] = _mm512_loadu_si512(pb + 64 * k);
+      }
+      __m512 s, m = _mm512_setzero_ps();
+      if constexpr (kK) {
+        auto u8_to_ps = [](const uint8_t* q) {
+          return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
+        };
+        s = _mm512_mul_ps(u8_to_ps(pb + kCodeBytes), super_d[p]);
+        m = _mm512_mul_ps(u8_to_ps(pb + kCodeBytes + 16), super_neg_dmin[p]);
+      } else if constexpr (kBias) {
+        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes)));
+        m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes + 32)));
+      } else {
+        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes)));
+      }
+      panel[p] += kBlockBytes;
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) {
+        const int h = t / Q8Activations::kGroup, i = t % Q8Activations::kGroup;
+        const int8_t* qb = qb_group[h] + 32 * i;
+        const float xd_t = scale_group[h][i], xs_t = sum_group[h][i];
+        // Two chains halve the dependency depth, which matters when T is small.
+        __m512i acc0 = _mm512_setzero_si512(), acc1 = _mm512_setzero_si512();
+#pragma GCC unroll 8
+        for (int k = 0; k < kGroups; k += 2) {
+          acc0 = _mm512_dpbusd_epi32(acc0, w[k], broadcast_u32(qb + 4 * k));
+          acc1 = _mm512_dpbusd_epi32(acc1, w[k + 1], broadcast_u32(qb + 4 * k + 4));
+        }
+        __m512 dot = _mm512_cvtepi32_ps(_mm512_add_epi32(acc0, acc1));
+        if constexpr (kBias || kK) {
+          out[p][t] = _mm512_fmadd_ps(dot, _mm512_mul_ps(s, _mm512_set1_ps(xd_t)), out[p][t]);
+          out[p][t] = _mm512_fmadd_ps(m, _mm512_set1_ps(xs_t), out[p][t]);
+        } else {
+          // A fixed zero point: s * (dot * xd - offset * xs), one vector op fewer per
+          // token and block, which the FMA pipes shared with vpdpbusd feel.
+          __m512 inner = _mm512_fmsub_ps(dot, _mm512_set1_ps(xd_t), _mm512_set1_ps(offset * xs_t));
+          out[p][t] = _mm512_fmadd_ps(s, inner, out[p][t]);
+        }
       }
     }
   }
-  const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(kPanelRows, rows - r0)) - 1);
-  for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * rows + r0, mask, out[t]);
+  for (int p = 0; p < P; ++p) {
+    const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(kPanelRows, rows - r0[p])) - 1);
+    for (int t = 0; t < T; ++t) _mm512_mask_storeu_ps(y + (t0 + t) * rows + r0[p], mask, out[p][t]);
+  }
 }
 
-template <int kBits, int kBlock, bool kBias, bool kK = false>
+template <int kBits, int kBlock, bool kBias, bool kK, int T>
+void one_panel_tile(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, float* y,
+                    int64_t rows, int64_t r0) {
+  panel_tile<kBits, kBlock, kBias, kK, T>({panel}, layout, a, t0, y, rows, {r0});
+}
+
+template <int kBits, int kBlock, bool kBias, bool kK>
 void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                   float* y, int64_t rows, int64_t r0) {
   constexpr int kTile = 8;
@@ -159,35 +182,59 @@ void panel_tokens(const uint8_t* panel, const PanelLayout& layout, const Q8Activ
   if constexpr (!kBias && !kK)
     if (a.group_start(t) == t)
       for (; t + 2 * kTile <= t1; t += 2 * kTile)
-        panel_tile<kBits, kBlock, kBias, kK, 2 * kTile>(panel, layout, a, t, y, rows, r0);
-  for (; t + kTile <= t1; t += kTile) panel_tile<kBits, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0);
+        one_panel_tile<kBits, kBlock, kBias, kK, 2 * kTile>(panel, layout, a, t, y, rows, r0);
+  for (; t + kTile <= t1; t += kTile) one_panel_tile<kBits, kBlock, kBias, kK, kTile>(panel, layout, a, t, y, rows, r0);
   switch (t1 - t) {
     case 0: break;
-    case 1: panel_tile<kBits, kBlock, kBias, kK, 1>(panel, layout, a, t, y, rows, r0); break;
-    case 2: panel_tile<kBits, kBlock, kBias, kK, 2>(panel, layout, a, t, y, rows, r0); break;
-    case 3: panel_tile<kBits, kBlock, kBias, kK, 3>(panel, layout, a, t, y, rows, r0); break;
-    case 4: panel_tile<kBits, kBlock, kBias, kK, 4>(panel, layout, a, t, y, rows, r0); break;
-    case 5: panel_tile<kBits, kBlock, kBias, kK, 5>(panel, layout, a, t, y, rows, r0); break;
-    case 6: panel_tile<kBits, kBlock, kBias, kK, 6>(panel, layout, a, t, y, rows, r0); break;
-    default: panel_tile<kBits, kBlock, kBias, kK, 7>(panel, layout, a, t, y, rows, r0); break;
+    case 1: one_panel_tile<kBits, kBlock, kBias, kK, 1>(panel, layout, a, t, y, rows, r0); break;
+    case 2: one_panel_tile<kBits, kBlock, kBias, kK, 2>(panel, layout, a, t, y, rows, r0); break;
+    case 3: one_panel_tile<kBits, kBlock, kBias, kK, 3>(panel, layout, a, t, y, rows, r0); break;
+    case 4: one_panel_tile<kBits, kBlock, kBias, kK, 4>(panel, layout, a, t, y, rows, r0); break;
+    case 5: one_panel_tile<kBits, kBlock, kBias, kK, 5>(panel, layout, a, t, y, rows, r0); break;
+    case 6: one_panel_tile<kBits, kBlock, kBias, kK, 6>(panel, layout, a, t, y, rows, r0); break;
+    default: one_panel_tile<kBits, kBlock, kBias, kK, 7>(panel, layout, a, t, y, rows, r0); break;
+  }
+}
+
+// The kernel shape of a panel layout.
+template <int kBitsV, int kBlockV, bool kBiasV, bool kKV = false>
+struct Shape {
+  static constexpr int kBits = kBitsV, kBlock = kBlockV;
+  static constexpr bool kBias = kBiasV, kK = kKV;
+};
+
+// fn(Shape<...>{}) for the layout's shape.
+template <typename F>
+void with_shape(const PanelLayout& layout, F&& fn) {
+  if (layout.k_scales) {
+    if (layout.code_bits == 4) fn(Shape<4, 32, true, true>{});
+    else fn(Shape<8, 32, true, true>{});
+  } else if (layout.code_bits == 4) {
+    if (layout.has_bias) fn(Shape<4, 32, true>{});
+    else fn(Shape<4, 32, false>{});
+  } else if (layout.block == 16) {
+    fn(Shape<8, 16, false>{});
+  } else if (layout.has_bias) {
+    fn(Shape<8, 32, true>{});
+  } else {
+    fn(Shape<8, 32, false>{});
   }
 }
 
 void panel(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
            int64_t rows, int64_t r0) {
-  if (layout.k_scales) {
-    if (layout.code_bits == 4) panel_tokens<4, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
-    else panel_tokens<8, 32, true, true>(panel, layout, a, t0, t1, y, rows, r0);
-  } else if (layout.code_bits == 4) {
-    if (layout.has_bias) panel_tokens<4, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
-    else panel_tokens<4, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
-  } else if (layout.block == 16) {
-    panel_tokens<8, 16, false>(panel, layout, a, t0, t1, y, rows, r0);
-  } else if (layout.has_bias) {
-    panel_tokens<8, 32, true>(panel, layout, a, t0, t1, y, rows, r0);
-  } else {
-    panel_tokens<8, 32, false>(panel, layout, a, t0, t1, y, rows, r0);
-  }
+  with_shape(layout, [&](auto shape) {
+    using S = decltype(shape);
+    panel_tokens<S::kBits, S::kBlock, S::kBias, S::kK>(panel, layout, a, t0, t1, y, rows, r0);
+  });
+}
+
+void panel_pair(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
+                int64_t t, float* y, int64_t rows, int64_t r0, int64_t r1) {
+  with_shape(layout, [&](auto shape) {
+    using S = decltype(shape);
+    panel_tile<S::kBits, S::kBlock, S::kBias, S::kK, 1, 2>({panel0, panel1}, layout, a, t, y, rows, {r0, r1});
+  });
 }
 
 // 16 consecutive weights of a float-type row as f32; `mask` selects a tail.
@@ -299,7 +346,7 @@ void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* 
   }
 }
 
-constexpr IsaKernels kKernels{quantize_activations, panel, float_rows};
+constexpr IsaKernels kKernels{quantize_activations, panel, panel_pair, float_rows};
 
 }  // namespace
 

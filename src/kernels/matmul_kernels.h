@@ -40,6 +40,11 @@ struct IsaKernels {
   // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
   void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                 float* y, int64_t rows, int64_t r0);
+  // Token t through two panels at once (rows r0.. and r1..): two memory streams keep
+  // more reads in flight than one, so one-token products stream faster. nullptr where
+  // an ISA's kernels do not have it.
+  void (*panel_pair)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
+                     int64_t t, float* y, int64_t rows, int64_t r0, int64_t r1);
   // Float weights (F32, F16, BF16): output rows [r0, r1) for every token.
   void (*float_rows)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
 };

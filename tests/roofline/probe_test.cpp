@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <numeric>
+#include <random>
 #include <vector>
 
 #include "core/error.h"
+#include "roofline/cpu_info.h"
 #include "roofline/hardware.h"
+#include "roofline/probe_kernels.h"
 
 namespace tps {
 
@@ -88,6 +92,23 @@ TEST(Probe, StreamReadTakesAnyBufferItCanRead) {
   std::vector<uint8_t> buffer(1 << 20, 1);
   EXPECT_GT(stream_read_gbps(buffer.data() + 3, buffer.size() - 3, pool), 0);  // unaligned start
   EXPECT_EQ(stream_read_gbps(buffer.data(), 100, pool), 0);  // less than one 256-byte block
+}
+
+// The two-stream read kernels must still read every word once, whatever the number of
+// blocks (an odd count leaves a block that neither half holds).
+TEST(Probe, ReadKernelsSumEveryWordOnce) {
+  const CpuInfo cpu = detect_cpu();
+  std::vector<std::pair<const char*, uint64_t (*)(const uint8_t*, size_t)>> kernels = {{"scalar", read_kernel_scalar}};
+  if (cpu.avx2) kernels.push_back({"avx2", read_kernel_avx2});
+  if (cpu.avx512) kernels.push_back({"avx512", read_kernel_avx512});
+  std::mt19937_64 rng(3);
+  alignas(64) static uint64_t words[7 * 32];
+  for (uint64_t& w : words) w = rng();
+  for (size_t blocks = 1; blocks <= 7; ++blocks) {
+    const uint64_t want = std::accumulate(words, words + blocks * 32, uint64_t{0});
+    for (const auto& [name, read] : kernels)
+      EXPECT_EQ(read(reinterpret_cast<const uint8_t*>(words), blocks * 256), want) << name << ", " << blocks << " blocks";
+  }
 }
 
 }  // namespace tps
