@@ -52,38 +52,52 @@ struct IsaKernels {
 // How far ahead of the weights being read the SIMD kernels prefetch.
 constexpr size_t kPrefetchBytes = 4096;
 
-// One token (decode) through float-type weights, the same for every vector width: rows
-// one after another, so each thread reads one sequential stream (a matrix's rows are
-// contiguous), prefetched well ahead; several rows in flight at once would be several
-// streams, which with rows a power of two apart also contend for the same cache sets.
-// V holds an ISA's vector helpers: kWidth floats per Vec, zero(), fma(a, b, acc),
-// add(a, b), sum(v), and weights<kType>(row, c, n) / activations(x, c, n) for the n <=
-// kWidth elements at c (fewer than kWidth: a zero-filled tail).
-template <typename V, GgmlType kType>
-void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
+// One token (decode) through float-type weights, the same for every vector width. Each
+// thread reads two sequential streams, its rows' two halves side by side: rows of one
+// stream are contiguous, and two streams keep more reads in flight than one (as
+// IsaKernels::panel_pair). V holds an ISA's vector helpers: kWidth floats per Vec,
+// zero(), fma(a, b, acc), add(a, b), sum(v), and weights<kType>(row, c, n) /
+// activations(x, c, n) for the n <= kWidth elements at c (fewer than kWidth: a
+// zero-filled tail).
+template <typename V, GgmlType kType, int kStreams>
+void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const int64_t (&r)[kStreams]) {
   constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
   constexpr int kChains = 4;                                  // hide FMA latency
   constexpr int64_t kStep = V::kWidth * kChains;
   const int64_t cols = w.cols;
-  for (int64_t r = r0; r < r1; ++r) {
-    const uint8_t* row = w.data + r * w.row_bytes;
-    typename V::Vec acc[kChains] = {V::zero(), V::zero(), V::zero(), V::zero()};
-    int64_t c = 0;
-    for (; c + kStep <= cols; c += kStep) {
+  const uint8_t* row[kStreams];
+  typename V::Vec acc[kStreams][kChains];
+  for (int s = 0; s < kStreams; ++s) {
+    row[s] = w.data + r[s] * w.row_bytes;
+    for (int u = 0; u < kChains; ++u) acc[s][u] = V::zero();
+  }
+  int64_t c = 0;
+  for (; c + kStep <= cols; c += kStep) {
+#pragma GCC unroll 2
+    for (int s = 0; s < kStreams; ++s) {
 #pragma GCC unroll 4
       for (int u = 0; u < kChains; ++u)
-        acc[u] = V::fma(V::template weights<kType>(row, c + V::kWidth * u, V::kWidth),
-                        V::activations(x, c + V::kWidth * u, V::kWidth), acc[u]);
+        acc[s][u] = V::fma(V::template weights<kType>(row[s], c + V::kWidth * u, V::kWidth),
+                           V::activations(x, c + V::kWidth * u, V::kWidth), acc[s][u]);
 #pragma GCC unroll 4
       for (int64_t line = 0; line < kStep * kBytes; line += 64)
-        __builtin_prefetch(row + c * kBytes + kPrefetchBytes + line, 0, 3);
+        __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes / kStreams + line, 0, 3);
     }
-    for (; c < cols; c += V::kWidth) {
-      const int n = static_cast<int>(std::min<int64_t>(V::kWidth, cols - c));
-      acc[0] = V::fma(V::template weights<kType>(row, c, n), V::activations(x, c, n), acc[0]);
-    }
-    y[r] = V::sum(V::add(V::add(acc[0], acc[1]), V::add(acc[2], acc[3])));
   }
+  for (; c < cols; c += V::kWidth) {
+    const int n = static_cast<int>(std::min<int64_t>(V::kWidth, cols - c));
+    for (int s = 0; s < kStreams; ++s)
+      acc[s][0] = V::fma(V::template weights<kType>(row[s], c, n), V::activations(x, c, n), acc[s][0]);
+  }
+  for (int s = 0; s < kStreams; ++s)
+    y[r[s]] = V::sum(V::add(V::add(acc[s][0], acc[s][1]), V::add(acc[s][2], acc[s][3])));
+}
+
+template <typename V, GgmlType kType>
+void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
+  const int64_t half = (r1 - r0) / 2;
+  for (int64_t r = r0; r < r0 + half; ++r) float_gemv_streams<V, kType, 2>(w, x, y, {r, r + half});
+  if ((r1 - r0) % 2 != 0) float_gemv_streams<V, kType, 1>(w, x, y, {r1 - 1});
 }
 
 // nullptr when this build has no kernels for the ISA.
