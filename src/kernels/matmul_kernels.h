@@ -81,7 +81,7 @@ void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const i
                            V::activations(x, c + V::kWidth * u, V::kWidth), acc[s][u]);
 #pragma GCC unroll 4
       for (int64_t line = 0; line < kStep * kBytes; line += 64)
-        __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes / kStreams + line, 0, 3);
+        __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes + line, 0, 3);
     }
   }
   for (; c < cols; c += V::kWidth) {
