@@ -121,14 +121,14 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // tokens' activations; each stretch meets every chunk in turn (a panel is reused by
   // every token of the chunk from L1). Unpacked weights are packed panel by panel
   // here, once per call, so then all tokens form one chunk.
-  // One token over packed panels reads a range's two halves side by side
+  // A few tokens over packed panels read a range's two halves side by side
   // (IsaKernels::panel_pair): measured on TinyLlama's Q4_0 matrices in a row, 2
-  // threads, 11-15 % more bandwidth than one stream per thread.
+  // threads, one token, 11-20 % more bandwidth than one stream per thread.
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w0.packed != nullptr ? 64 : n_tokens;
   const int64_t stretch =
       n_tokens > chunk ? std::max<int64_t>(1, static_cast<int64_t>(kStretchBytes / group_bytes)) : units.total();
-  const bool pairs = n_tokens == 1 && w0.packed != nullptr && k.panel_pair != nullptr;
+  const bool pairs = n_tokens <= kMaxPairTokens && w0.packed != nullptr && k.panel_pair != nullptr;
   pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
@@ -139,7 +139,7 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
           if (pairs) {
             const int64_t half = (g1 - g0) / 2;
             for (int64_t g = g0; g < g0 + half; ++g)
-              k.panel_pair(p.w.packed->group(g), p.w.packed->group(g + half), layout, a, 0, p.y, p.w.rows,
+              k.panel_pair(p.w.packed->group(g), p.w.packed->group(g + half), layout, a, 0, n_tokens, p.y, p.w.rows,
                            g * kPanelRows, (g + half) * kPanelRows);
             g0 += 2 * half;
           }

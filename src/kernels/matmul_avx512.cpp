@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/matmul_kernels.h"
 
@@ -47,13 +48,13 @@ inline __m512i broadcast_u32(const int8_t* p) {
 // 16 rows x T tokens over a whole panel, for each of P panels: the block's codes are
 // unpacked once into registers and used by all T tokens; per block and token, kBlock/4
 // vpdpbusd give 16 row sums, then scale and bias in float. T > 8 spans two token
-// groups (Q8Activations) and needs t0 at a group start. P = 2 (one token) reads two
+// groups (Q8Activations) and needs t0 at a group start. P = 2 (a few tokens) reads two
 // panels far apart side by side: two memory streams keep more reads in flight than
 // one (decode).
 template <int kBits, int kBlock, bool kBias, bool kK, int T, int P = 1>
 void panel_tile(const uint8_t* const (&panels)[P], const PanelLayout& layout, const Q8Activations& a, int64_t t0,
                 float* y, int64_t rows, const int64_t (&r0)[P]) {
-  static_assert(P == 1 || T == 1, "several panels at once only for one token: registers");
+  static_assert(P == 1 || T <= kMaxPairTokens, "several panels at once only for a few tokens: registers");
   constexpr int kSpan = (T + Q8Activations::kGroup - 1) / Q8Activations::kGroup;  // token groups
   constexpr int kGroups = kBlock / 4;
   constexpr size_t kCodeBytes = kPanelRows * kBlock * kBits / 8;
@@ -229,10 +230,19 @@ void panel(const uint8_t* panel, const PanelLayout& layout, const Q8Activations&
 }
 
 void panel_pair(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
-                int64_t t, float* y, int64_t rows, int64_t r0, int64_t r1) {
+                int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
   with_shape(layout, [&](auto shape) {
     using S = decltype(shape);
-    panel_tile<S::kBits, S::kBlock, S::kBias, S::kK, 1, 2>({panel0, panel1}, layout, a, t, y, rows, {r0, r1});
+    auto tile = [&](auto tokens) {
+      panel_tile<S::kBits, S::kBlock, S::kBias, S::kK, decltype(tokens)::value, 2>({panel0, panel1}, layout, a, t0, y,
+                                                                                    rows, {r0, r1});
+    };
+    switch (t1 - t0) {
+      case 1: tile(std::integral_constant<int, 1>{}); break;
+      case 2: tile(std::integral_constant<int, 2>{}); break;
+      case 3: tile(std::integral_constant<int, 3>{}); break;
+      default: tile(std::integral_constant<int, 4>{}); break;
+    }
   });
 }
 

@@ -31,6 +31,9 @@ struct Q8Activations {
   int64_t group_size(int64_t t) const { return std::min(kGroup, n_tokens - group_start(t)); }
 };
 
+// The most tokens IsaKernels::panel_pair takes: its tile keeps T x 2 accumulators.
+constexpr int64_t kMaxPairTokens = 4;
+
 struct IsaKernels {
   // Quantizes one token's cols (a multiple of 32) activations; its consecutive blocks
   // are `stride` apart (in 32-byte units for q, in floats for d, sum16, sum32), the
@@ -40,11 +43,11 @@ struct IsaKernels {
   // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
   void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                 float* y, int64_t rows, int64_t r0);
-  // Token t through two panels at once (rows r0.. and r1..): two memory streams keep
-  // more reads in flight than one, so one-token products stream faster. nullptr where
-  // an ISA's kernels do not have it.
+  // Tokens [t0, t1), at most kMaxPairTokens of one group, through two panels at once
+  // (rows r0.. and r1..): two memory streams keep more reads in flight than one, so
+  // decode streams faster. nullptr where an ISA's kernels do not have it.
   void (*panel_pair)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
-                     int64_t t, float* y, int64_t rows, int64_t r0, int64_t r1);
+                     int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1);
   // Float weights (F32, F16, BF16): output rows [r0, r1) for every token.
   void (*float_rows)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
 };
