@@ -5,18 +5,9 @@
 namespace tps {
 
 uint64_t read_kernel_avx2(const uint8_t* p, size_t n) {
-  __m256i a0 = _mm256_setzero_si256(), a1 = a0, a2 = a0, a3 = a0;
-  const size_t half = n / 512 * 256;
-  const uint8_t* q = p + half;
-  auto load = [](const uint8_t* at) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(at)); };
-  for (size_t i = 0; i < half; i += 64) {
-    a0 = _mm256_add_epi64(a0, load(p + i));
-    a1 = _mm256_add_epi64(a1, load(p + i + 32));
-    a2 = _mm256_add_epi64(a2, load(q + i));
-    a3 = _mm256_add_epi64(a3, load(q + i + 32));
-  }
-  for (size_t i = 2 * half; i < n; i += 32) a0 = _mm256_add_epi64(a0, load(p + i));
-  __m256i s = _mm256_add_epi64(_mm256_add_epi64(a0, a1), _mm256_add_epi64(a2, a3));
+  const __m256i s = read_two_halves<__m256i, 32>(
+      p, n, [](const uint8_t* at) { return _mm256_load_si256(reinterpret_cast<const __m256i*>(at)); },
+      [](__m256i x, __m256i y) { return _mm256_add_epi64(x, y); });
   alignas(32) uint64_t lanes[4];
   _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), s);
   return lanes[0] + lanes[1] + lanes[2] + lanes[3];

@@ -21,17 +21,9 @@ T lane_sum(V v) {
 }  // namespace
 
 uint64_t read_kernel_avx512(const uint8_t* p, size_t n) {
-  __m512i a0 = _mm512_setzero_si512(), a1 = a0, a2 = a0, a3 = a0;
-  const size_t half = n / 512 * 256;
-  const uint8_t* q = p + half;
-  for (size_t i = 0; i < half; i += 128) {
-    a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-    a1 = _mm512_add_epi64(a1, _mm512_load_si512(p + i + 64));
-    a2 = _mm512_add_epi64(a2, _mm512_load_si512(q + i));
-    a3 = _mm512_add_epi64(a3, _mm512_load_si512(q + i + 64));
-  }
-  for (size_t i = 2 * half; i < n; i += 64) a0 = _mm512_add_epi64(a0, _mm512_load_si512(p + i));
-  return lane_sum<uint64_t>(_mm512_add_epi64(_mm512_add_epi64(a0, a1), _mm512_add_epi64(a2, a3)));
+  return lane_sum<uint64_t>(read_two_halves<__m512i, 64>(
+      p, n, [](const uint8_t* at) { return _mm512_load_si512(at); },
+      [](__m512i x, __m512i y) { return _mm512_add_epi64(x, y); }));
 }
 
 namespace {

@@ -1,20 +1,18 @@
+#include <cstring>
+
 #include "roofline/probe_kernels.h"
 
 namespace tps {
 
 uint64_t read_kernel_scalar(const uint8_t* p, size_t n) {
-  const uint64_t* w = reinterpret_cast<const uint64_t*>(p);
-  const size_t half = n / 512 * 32;  // in words
-  const uint64_t* v = w + half;
-  uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-  for (size_t i = 0; i < half; i += 2) {
-    a0 += w[i];
-    a1 += w[i + 1];
-    a2 += v[i];
-    a3 += v[i + 1];
-  }
-  for (size_t i = 2 * half; i < n / 8; ++i) a0 += w[i];
-  return a0 + a1 + a2 + a3;
+  return read_two_halves<uint64_t, 8>(
+      p, n,
+      [](const uint8_t* at) {
+        uint64_t w;
+        std::memcpy(&w, at, 8);
+        return w;
+      },
+      [](uint64_t x, uint64_t y) { return x + y; });
 }
 
 namespace {
