@@ -40,7 +40,7 @@ V read_two_halves(const uint8_t* p, size_t n, Load load, Add add) {
 
 // Streaming reads of n bytes (whole 256-byte blocks, 64-byte aligned): the sum of its
 // 64-bit words. Each reads its two halves side by side, two memory streams, as the
-// one-token matmul does: measured here, 5-9 % more bandwidth than one stream.
+// one-token matmul does: measured here, 1-9 % more bandwidth than one stream.
 uint64_t read_kernel_scalar(const uint8_t* p, size_t n);
 uint64_t read_kernel_avx2(const uint8_t* p, size_t n);
 uint64_t read_kernel_avx512(const uint8_t* p, size_t n);
