@@ -74,9 +74,7 @@ BENCHMARK(BM_Rope);
 
 // The integer matmuls' activation quantization (int8 codes, scales and sums per 32).
 void BM_QuantizeActivations(benchmark::State& state) {
-  const IsaKernels* k = active_isa() >= Isa::kAvx512 ? isa_kernels_avx512()
-                        : active_isa() >= Isa::kAvx2  ? isa_kernels_avx2()
-                                                       : nullptr;
+  const IsaKernels* k = kernels_for(active_isa());
   auto quantize = k != nullptr ? k->quantize_activations : quantize_activations_scalar;
   auto x = gaussian(kRows * kDim, 1);
   std::vector<int8_t> q(static_cast<size_t>(kRows * kDim));

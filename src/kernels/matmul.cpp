@@ -12,9 +12,6 @@
 
 namespace tps {
 
-namespace {
-
-// The kernels of the best ISA at or below `isa` that this build has.
 const IsaKernels* kernels_for(Isa isa) {
   if (isa >= Isa::kAvx512)
     if (const IsaKernels* k = isa_kernels_avx512()) return k;
@@ -22,6 +19,8 @@ const IsaKernels* kernels_for(Isa isa) {
     if (const IsaKernels* k = isa_kernels_avx2()) return k;
   return nullptr;
 }
+
+namespace {
 
 void check_shape(const WeightMatrix& w) {
   if (!is_supported_weight_type(w.type)) fail("matmul: unsupported weight type {}", type_name(w.type));
@@ -126,6 +125,7 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // threads, one token, 11-20 % more bandwidth than one stream per thread.
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w0.packed != nullptr ? 64 : n_tokens;
+  // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
   const int64_t stretch =
       n_tokens > chunk ? std::max<int64_t>(1, static_cast<int64_t>(kStretchBytes / group_bytes)) : units.total();
   const bool pairs = n_tokens <= kMaxPairTokens && w0.packed != nullptr && k.panel_pair != nullptr;

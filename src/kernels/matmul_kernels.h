@@ -107,6 +107,9 @@ void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0
 const IsaKernels* isa_kernels_avx2();
 const IsaKernels* isa_kernels_avx512();
 
+// The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).
+const IsaKernels* kernels_for(Isa isa);
+
 // The scalar reference of quantize_activations (SIMD versions must match it exactly).
 void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
                                  int64_t stride);
