@@ -70,8 +70,10 @@ void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const i
   const int64_t cols = w.cols;
   const uint8_t* row[kStreams];
   typename V::Vec acc[kStreams][kChains];
+#pragma GCC unroll 2
   for (int s = 0; s < kStreams; ++s) {
     row[s] = w.data + r[s] * w.row_bytes;
+#pragma GCC unroll 4
     for (int u = 0; u < kChains; ++u) acc[s][u] = V::zero();
   }
   int64_t c = 0;
@@ -89,9 +91,11 @@ void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const i
   }
   for (; c < cols; c += V::kWidth) {
     const int n = static_cast<int>(std::min<int64_t>(V::kWidth, cols - c));
+#pragma GCC unroll 2
     for (int s = 0; s < kStreams; ++s)
       acc[s][0] = V::fma(V::template weights<kType>(row[s], c, n), V::activations(x, c, n), acc[s][0]);
   }
+#pragma GCC unroll 2
   for (int s = 0; s < kStreams; ++s)
     y[r[s]] = V::sum(V::add(V::add(acc[s][0], acc[s][1]), V::add(acc[s][2], acc[s][3])));
 }
