@@ -1,5 +1,6 @@
 #include "bench/bench_report.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -50,6 +51,29 @@ std::string BenchModelInfo::label() const {
   return !preset.empty() ? preset : std::filesystem::path(file).filename().string();
 }
 
+namespace {
+
+Breakdown breakdown_of(const ForwardTrace& trace, const BenchCase& c, const Spread& tokens_per_s) {
+  double wall = 0;  // every timed repetition's measured phase
+  for (double tps : tokens_per_s.samples) wall += double(c.tokens()) / tps;
+  const double tokens = double(c.tokens()) * double(tokens_per_s.samples.size());
+  Breakdown b;
+  b.seconds_per_token = wall / tokens;
+  double traced = 0;
+  for (size_t p = 0; p < kForwardPhases; ++p) {
+    if (trace.seconds[p] <= 0) continue;
+    traced += trace.seconds[p];
+    const double gbps = trace.weight_bytes[p] > 0 ? trace.weight_bytes[p] / trace.seconds[p] / 1e9 : 0;
+    b.steps.push_back({phase_name(static_cast<ForwardPhase>(p)), trace.seconds[p] / tokens, trace.seconds[p] / wall,
+                       trace.wait_seconds[p] / wall, trace.weight_bytes[p] / tokens, gbps});
+  }
+  const double other = std::max(0.0, wall - traced);
+  b.steps.push_back({"other", other / tokens, other / wall, 0, 0, 0});
+  return b;
+}
+
+}  // namespace
+
 BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs) {
   auto phase = [&](const BenchCase& c, const Spread& s) {
     PhaseResult p{s, case_cost(model, c), {}, {}, 0};
@@ -57,7 +81,8 @@ BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roof
     return p;
   };
   const BenchCase& c = m.bench_case;
-  BenchRow row{c.test_name(), c, roofs, phase(c, m.tokens_per_s), std::nullopt};
+  BenchRow row{c.test_name(), c, roofs, phase(c, m.tokens_per_s), std::nullopt, std::nullopt};
+  if (m.breakdown) row.breakdown = breakdown_of(*m.breakdown, c, m.tokens_per_s);
   row.result.stream_gbps = m.stream_gbps;
   if (m.stream_gbps.mean > 0) row.result.mbu_stream = row.result.figures.achieved_gbps / m.stream_gbps.mean;
   if (c.kind == BenchKind::kBatched)
@@ -114,6 +139,17 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                       {"peak_ops_per_s", r.roofs.peak_ops}};
   j.update(phase_json(r.result));
   if (r.prefill) j["prefill"] = phase_json(*r.prefill);
+  if (r.breakdown) {
+    nlohmann::json steps = nlohmann::json::array();
+    for (const BreakdownStep& s : r.breakdown->steps)
+      steps.push_back({{"step", s.step},
+                       {"seconds_per_token", s.seconds},
+                       {"share", s.share},
+                       {"wait_share", s.wait_share},
+                       {"weight_bytes_per_token", s.weight_bytes},
+                       {"gbps", s.gbps}});
+    j["breakdown"] = {{"seconds_per_token", r.breakdown->seconds_per_token}, {"steps", steps}};
+  }
   return j;
 }
 
@@ -129,6 +165,31 @@ nlohmann::json bench_report_json(const BenchReport& report) {
   j["profile"] = report.profile ? *report.profile : nlohmann::json(nullptr);
   return j;
 }
+
+namespace {
+
+std::string breakdown_markdown(const BenchRow& r) {
+  const BenchCase& c = r.bench_case;
+  const Breakdown& b = *r.breakdown;
+  std::string name = r.prefill ? fmt::format("B{} tg{}", c.batch, c.gen) : r.test;
+  if (c.depth > 0) name += fmt::format(" @ d{}", c.depth);
+  std::string out = fmt::format(
+      "\n{}, {} threads: {:.3f} ms per token. waiting: the calling thread idle at the ends of parallel regions; "
+      "GB/s: weights streamed / time\n"
+      "| step | ms/token | share | waiting | weights/token | GB/s | of DRAM read |\n"
+      "| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n",
+      name, c.threads, 1e3 * b.seconds_per_token);
+  for (const BreakdownStep& s : b.steps) {
+    const bool weights = s.weight_bytes > 0;
+    out += fmt::format("| {} | {:.3f} | {:.1f}% | {:.1f}% | {} | {} | {} |\n", s.step, 1e3 * s.seconds, 100 * s.share,
+                       100 * s.wait_share, weights ? human_bytes(s.weight_bytes) : "-",
+                       weights ? fmt::format("{:.1f}", s.gbps) : "-",
+                       weights && r.roofs.read_gbps > 0 ? fmt::format("{:.0f}%", 100 * s.gbps / r.roofs.read_gbps) : "-");
+  }
+  return out;
+}
+
+}  // namespace
 
 std::string format_bench_report(const BenchReport& report, BenchFormat format) {
   std::string out;
@@ -187,6 +248,8 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
   out += fmt::format("\nroofs: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source, report.repetitions);
   out += "MBU: against the profile's sustained DRAM read; MBU run: against a plain read of the same weights timed "
          "between the repetitions\n";
+  for (const auto& r : report.rows)
+    if (r.breakdown) out += breakdown_markdown(r);
   return out;
 }
 

@@ -34,12 +34,28 @@ struct PhaseResult {
   double mbu_stream = 0;   // achieved_gbps / stream_gbps.mean
 };
 
+// Where the measured phase's time went (`tps bench --breakdown`), per token of it.
+struct BreakdownStep {
+  std::string step;         // a forward-pass step (model/forward_trace.h), or "other": the bench loop
+  double seconds = 0;       // per token
+  double share = 0;         // of the measured wall time
+  double wait_share = 0;    // of the measured wall time: the calling thread waiting for the others
+  double weight_bytes = 0;  // weights streamed, per token
+  double gbps = 0;          // weight bytes / time (0: no weights)
+};
+
+struct Breakdown {
+  double seconds_per_token = 0;
+  std::vector<BreakdownStep> steps;
+};
+
 struct BenchRow {
   std::string test;  // "pp512", "tg128", "batched"
   BenchCase bench_case;
   Roofs roofs;
   PhaseResult result;                  // pp: the prefill; tg and batched: the decode
   std::optional<PhaseResult> prefill;  // batched: the B prompts' prefill
+  std::optional<Breakdown> breakdown;  // of `result`
 };
 
 BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs);

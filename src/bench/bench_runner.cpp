@@ -71,15 +71,40 @@ void BenchRunner::fill_depth(const BenchCase& c, ThreadPool& pool) {
   if (c.depth > 0) prefill(c.batch, 0, c.depth, false, pool);
 }
 
-BenchRunner::Timing BenchRunner::run_once(const BenchCase& c, int64_t gen, ThreadPool& pool) {
+namespace {
+
+// Routes the model's and the pool's timings to `trace` while in scope.
+class TraceScope {
+ public:
+  TraceScope(Model& model, ThreadPool& pool, ForwardTrace* trace) : model_(model), pool_(pool) {
+    model_.set_trace(trace);
+    pool_.count_waits(trace != nullptr ? &trace->waited : nullptr);
+  }
+  ~TraceScope() {
+    model_.set_trace(nullptr);
+    pool_.count_waits(nullptr);
+  }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  Model& model_;
+  ThreadPool& pool_;
+};
+
+}  // namespace
+
+BenchRunner::Timing BenchRunner::run_once(const BenchCase& c, int64_t gen, ThreadPool& pool, ForwardTrace* trace) {
   Timing t;
   const int64_t start = c.depth;
   if (c.kind != BenchKind::kDecode) {
+    TraceScope scope(model_, pool, c.kind == BenchKind::kPrefill ? trace : nullptr);
     double t0 = now_seconds();
     prefill(c.batch, start, start + c.prompt, true, pool);
     t.prefill_seconds = now_seconds() - t0;
   }
   if (c.kind == BenchKind::kPrefill) return t;
+  TraceScope scope(model_, pool, trace);
   const int64_t first = start + c.prompt;
   logits_.resize(static_cast<size_t>(c.batch * model_.config().vocab_size));
   double t0 = now_seconds();
@@ -94,7 +119,7 @@ BenchRunner::Timing BenchRunner::run_once(const BenchCase& c, int64_t gen, Threa
 }
 
 BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPool& pool,
-                                  const std::function<void(const std::string&)>& progress) {
+                                  const std::function<void(const std::string&)>& progress, bool breakdown) {
   ensure_cache(c);
   progress("filling context");
   fill_depth(c, pool);
@@ -104,10 +129,12 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPoo
   std::vector<double> main, prefill, stream;
   const std::span<const uint8_t> weights = model_.streamed_weights();
   const bool baseline = c.kind != BenchKind::kPrefill && !weights.empty();
+  std::optional<ForwardTrace> trace;
+  if (breakdown) trace.emplace();
   for (int r = 0; r < repetitions; ++r) {
     if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
     progress(fmt::format("rep {}/{}", r + 1, repetitions));
-    Timing t = run_once(c, c.gen, pool);
+    Timing t = run_once(c, c.gen, pool, trace ? &*trace : nullptr);
     switch (c.kind) {
       case BenchKind::kPrefill: main.push_back(c.tokens() / t.prefill_seconds); break;
       case BenchKind::kDecode: main.push_back(c.tokens() / t.decode_seconds); break;
@@ -118,7 +145,7 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPoo
     }
   }
   if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
-  return {c, spread_of(std::move(main)), spread_of(std::move(prefill)), spread_of(std::move(stream))};
+  return {c, spread_of(std::move(main)), spread_of(std::move(prefill)), spread_of(std::move(stream)), trace};
 }
 
 }  // namespace tps

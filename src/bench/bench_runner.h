@@ -3,6 +3,7 @@
 // Model::forward (no tokenizer, no sampler), as llama-bench does.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +30,8 @@ struct BenchMeasurement {
   // before each repetition and after the last, so decode has a baseline measured under
   // the same conditions (on a shared machine, bandwidth moves minute to minute).
   Spread stream_gbps;
+  // With --breakdown: the timed repetitions' measured phase, op by op.
+  std::optional<ForwardTrace> breakdown;
 };
 
 class BenchRunner {
@@ -36,16 +39,18 @@ class BenchRunner {
   BenchRunner(Model& model, uint64_t seed);
 
   // One warm-up run, then `repetitions` timed runs. `progress` gets a short status
-  // ("rep 2/5") before each run.
+  // ("rep 2/5") before each run. `breakdown`: also time the measured phase (the prefill
+  // of pp tests, the decode of the others) op by op.
   BenchMeasurement run(const BenchCase& c, int repetitions, ThreadPool& pool,
-                       const std::function<void(const std::string&)>& progress);
+                       const std::function<void(const std::string&)>& progress, bool breakdown = false);
 
  private:
   struct Timing {
     double prefill_seconds = 0;
     double decode_seconds = 0;
   };
-  Timing run_once(const BenchCase& c, int64_t gen, ThreadPool& pool);
+  // `trace` (nullptr: none) gets the phase timings of the measured part.
+  Timing run_once(const BenchCase& c, int64_t gen, ThreadPool& pool, ForwardTrace* trace = nullptr);
   void ensure_cache(const BenchCase& c);
   void fill_depth(const BenchCase& c, ThreadPool& pool);
   // Prefill positions [from, to) of every sequence in chunks of kPrefillChunkRows rows.

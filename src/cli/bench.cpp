@@ -39,6 +39,7 @@ struct BenchArgs {
   std::string output = "md";
   std::string profile;
   bool progress = true;
+  bool breakdown = false;
 };
 
 // One status line on stderr, rewritten in place on a terminal; silent otherwise.
@@ -111,7 +112,7 @@ int run_bench(const BenchArgs& a) {
     auto case_status = [&](const std::string& s) {
       status(fmt::format("[{}/{}] {} {} threads: {}", i + 1, cases.size(), c.label(), c.threads, s));
     };
-    BenchMeasurement m = runner.run(c, a.repetitions, *pool, case_status);
+    BenchMeasurement m = runner.run(c, a.repetitions, *pool, case_status, a.breakdown);
     Roofs roofs = roofs_from_profile(profile.profile, c.threads, static_cast<int64_t>(cost.weight_bytes_per_step),
                                      report.model.weight_type);
     report.rows.push_back(bench_row(m, cost, roofs));
@@ -144,6 +145,9 @@ const CommandRegistration kBench{
       sub.add_option("-o,--output", a->output, "md, csv, json or jsonl")->capture_default_str();
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe -o` (default: the cache's)");
       sub.add_flag("!--no-progress", a->progress, "no progress line on stderr");
+      sub.add_flag("--breakdown", a->breakdown,
+                   "also time each test's measured phase step by step (rmsnorm, qkv, attention, ...): "
+                   "where the time goes, and the GB/s of each weight step (not in csv)");
       return [a]() { return run_bench(*a); };
     }};
 

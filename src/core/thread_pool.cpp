@@ -2,6 +2,8 @@
 
 #include <sched.h>
 
+#include "core/timer.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define TPS_CPU_RELAX() _mm_pause()
@@ -44,6 +46,7 @@ void ThreadPool::dispatch(RawFn fn, void* ctx) {
   generation_.fetch_add(1, std::memory_order_release);
   generation_.notify_all();
   fn(ctx, 0, n_threads_);
+  const double wait_start = wait_total_ != nullptr ? now_seconds() : 0;
   // With more threads than free cores a worker may be descheduled: after a short spin,
   // give the core away instead of burning the time slice it needs.
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
@@ -53,6 +56,7 @@ void ThreadPool::dispatch(RawFn fn, void* ctx) {
       std::this_thread::yield();
     }
   }
+  if (wait_total_ != nullptr) *wait_total_ += now_seconds() - wait_start;
 }
 
 void ThreadPool::worker_loop(int index) {

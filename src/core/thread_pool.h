@@ -60,6 +60,10 @@ class ThreadPool {
     share_out(n, min_grain, 2 * n_threads_, fn);
   }
 
+  // While `total` is set (nullptr: off), the calling thread adds to it the seconds it
+  // spends waiting for the other threads at the end of each parallel region.
+  void count_waits(double* total) { wait_total_ = total; }
+
   // The default thread count: the cores this process may run on.
   static int default_threads();
 
@@ -97,6 +101,7 @@ class ThreadPool {
   std::atomic<uint32_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  double* wait_total_ = nullptr;
 };
 
 }  // namespace tps

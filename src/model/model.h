@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
 #include "model/forward_batch.h"
+#include "model/forward_trace.h"
 #include "model/kv_cache.h"
 #include "model/model_config.h"
 #include "tokenizer/tokenizer.h"
@@ -35,6 +36,12 @@ class Model {
   // writes vocab_size logits for every row with want_logits set, in row order.
   // Not thread-safe: one caller at a time (it owns scratch buffers).
   virtual void forward(const ForwardBatch& batch, KvCache& kv, float* logits, ThreadPool& pool) = 0;
+
+  // The following forward() calls add their phase timings to `trace` (nullptr: off).
+  void set_trace(ForwardTrace* trace) { trace_ = trace; }
+
+ protected:
+  ForwardTrace* trace_ = nullptr;
 };
 
 }  // namespace tps

@@ -14,6 +14,13 @@ namespace {
 
 size_t matrix_bytes(const WeightMatrix& w) { return w.row_bytes * w.rows; }
 
+// Bytes a matmul with w reads: its packed panels, else its rows.
+double streamed_bytes(std::initializer_list<const WeightMatrix*> ws) {
+  double bytes = 0;
+  for (const WeightMatrix* w : ws) bytes += static_cast<double>(w->packed != nullptr ? w->packed->bytes() : matrix_bytes(*w));
+  return bytes;
+}
+
 // Applies fn(row) to rows [0, rows) on the pool. The work per row is small and
 // element-wise: rows are grouped so that a barrier is paid only for real work.
 template <typename F>
@@ -115,6 +122,7 @@ void Transformer::forward(const ForwardBatch& batch, KvCache& kv, float* logits,
 }
 
 void Transformer::embed(const ForwardBatch& batch, ThreadPool& pool) {
+  PhaseClock clock(trace_, ForwardPhase::kEmbed);
   const WeightMatrix& e = weights_.token_embd;
   for_rows(pool, static_cast<int64_t>(batch.size()), config_.dim, [&](int64_t r) {
     dequantize_row(e.type, e.data + e.row_bytes * batch.tokens[r], &x_[r * config_.dim], config_.dim);
@@ -125,25 +133,38 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = static_cast<int64_t>(batch.size());
-  for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.attn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
-  matmul_parts({{&w.wq, q_.data()}, {&w.wk, k_.data()}, {&w.wv, v_.data()}}, xn_.data(), rows, pool);
+  {
+    PhaseClock clock(trace_, ForwardPhase::kNorm);
+    for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.attn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
+  }
+  {
+    PhaseClock clock(trace_, ForwardPhase::kQkv, streamed_bytes({&w.wq, &w.wk, &w.wv}));
+    matmul_parts({{&w.wq, q_.data()}, {&w.wk, k_.data()}, {&w.wv, v_.data()}}, xn_.data(), rows, pool);
+  }
   const int64_t bt = kv.block_tokens();
-  for_rows(pool, rows, c.q_dim() + 2 * c.kv_dim(), [&](int64_t r) {
-    float* q = &q_[r * c.q_dim()];
-    float* k = &k_[r * c.kv_dim()];
-    float* v = &v_[r * c.kv_dim()];
-    if (c.qkv_bias) {
-      axpy(1.0f, w.bq.data(), q, c.q_dim());
-      axpy(1.0f, w.bk.data(), k, c.kv_dim());
-      axpy(1.0f, w.bv.data(), v, c.kv_dim());
-    }
-    const int64_t pos = batch.positions[r];
-    rope(q, c.n_heads, c.head_dim, pos, c.rope_base, c.rope_style);
-    rope(k, c.n_kv_heads, c.head_dim, pos, c.rope_base, c.rope_style);
-    const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
-    kv.store(layer, seq.block_table[pos / bt], pos % bt, k, v);
-  });
-  attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
+  {
+    PhaseClock clock(trace_, ForwardPhase::kRopeKv);
+    for_rows(pool, rows, c.q_dim() + 2 * c.kv_dim(), [&](int64_t r) {
+      float* q = &q_[r * c.q_dim()];
+      float* k = &k_[r * c.kv_dim()];
+      float* v = &v_[r * c.kv_dim()];
+      if (c.qkv_bias) {
+        axpy(1.0f, w.bq.data(), q, c.q_dim());
+        axpy(1.0f, w.bk.data(), k, c.kv_dim());
+        axpy(1.0f, w.bv.data(), v, c.kv_dim());
+      }
+      const int64_t pos = batch.positions[r];
+      rope(q, c.n_heads, c.head_dim, pos, c.rope_base, c.rope_style);
+      rope(k, c.n_kv_heads, c.head_dim, pos, c.rope_base, c.rope_style);
+      const SequenceBlocks& seq = batch.sequences[batch.sequence[r]];
+      kv.store(layer, seq.block_table[pos / bt], pos % bt, k, v);
+    });
+  }
+  {
+    PhaseClock clock(trace_, ForwardPhase::kAttention);
+    attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
+  }
+  PhaseClock clock(trace_, ForwardPhase::kAttnOut, streamed_bytes({&w.wo}));
   matmul(w.wo, att_.data(), rows, proj_.data(), pool);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
@@ -151,9 +172,19 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
 void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
-  for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.ffn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
-  matmul_parts({{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}}, xn_.data(), rows, pool);
-  for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
+  {
+    PhaseClock clock(trace_, ForwardPhase::kNorm);
+    for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.ffn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
+  }
+  {
+    PhaseClock clock(trace_, ForwardPhase::kFfnUp, streamed_bytes({&w.w_gate, &w.w_up}));
+    matmul_parts({{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}}, xn_.data(), rows, pool);
+  }
+  {
+    PhaseClock clock(trace_, ForwardPhase::kFfnAct);
+    for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
+  }
+  PhaseClock clock(trace_, ForwardPhase::kFfnDown, streamed_bytes({&w.w_down}));
   matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
@@ -161,13 +192,13 @@ void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& po
 void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPool& pool) {
   const int64_t dim = config_.dim;
   // Only rows that want logits go through the (large) output matrix.
-  int64_t n = 0;
+  const auto n = static_cast<int64_t>(std::count(batch.want_logits.begin(), batch.want_logits.end(), uint8_t{1}));
+  if (n == 0) return;
+  PhaseClock clock(trace_, ForwardPhase::kOutput, streamed_bytes({&weights_.output}));
+  int64_t i = 0;
   for (size_t r = 0; r < batch.size(); ++r)
-    if (batch.want_logits[r]) {
-      rmsnorm(&x_[r * dim], weights_.output_norm.data(), dim, config_.rms_eps, &xn_[n * dim]);
-      ++n;
-    }
-  if (n > 0) matmul(weights_.output, xn_.data(), n, logits, pool);
+    if (batch.want_logits[r]) rmsnorm(&x_[r * dim], weights_.output_norm.data(), dim, config_.rms_eps, &xn_[i++ * dim]);
+  matmul(weights_.output, xn_.data(), n, logits, pool);
 }
 
 }  // namespace tps

@@ -4,6 +4,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -219,6 +221,49 @@ TEST_F(BenchCommand, EveryOutputFormatParses) {
   EXPECT_NE(out.find("| tg4 |"), std::string::npos);
   EXPECT_NE(out.find("| B2 pp16 |"), std::string::npos);
   EXPECT_NE(out.find("| B2 tg2 |"), std::string::npos);
+}
+
+TEST_F(BenchCommand, BreakdownAccountsForTheTimeAndTheWeights) {
+  std::string out;
+  ASSERT_EQ(bench(kSmall + " --breakdown -o json", &out), 0);
+  auto j = nlohmann::json::parse(out);
+  ASSERT_EQ(j["results"].size(), 2u);
+  std::map<std::string, double> weights_per_step;  // by test
+  for (const auto& r : j["results"]) {
+    ASSERT_TRUE(r.contains("breakdown")) << r.dump();
+    const auto& b = r["breakdown"];
+    // Per token, the steps add up to the measured wall time of the repetitions.
+    double wall_per_token = 0;
+    for (const auto& tps : r["samples"]) wall_per_token += 1 / tps.get<double>() / double(r["samples"].size());
+    EXPECT_NEAR(b["seconds_per_token"].get<double>(), wall_per_token, 1e-9 * wall_per_token);
+    double share = 0, weights = 0;
+    std::set<std::string> steps;
+    for (const auto& s : b["steps"]) {
+      steps.insert(s["step"].get<std::string>());
+      EXPECT_GE(s["share"].get<double>(), 0) << s.dump();
+      EXPECT_LE(s["wait_share"].get<double>(), s["share"].get<double>() + 1e-9) << s.dump();
+      share += s["share"].get<double>();
+      weights += s["weight_bytes_per_token"].get<double>();
+    }
+    EXPECT_NEAR(share, 1.0, 1e-6) << b.dump();
+    for (const char* step : {"rmsnorm", "qkv", "rope+kv", "attention", "attn_out", "ffn_gate_up", "ffn_silu", "ffn_down",
+                             "output", "other"})
+      EXPECT_EQ(steps.count(step), 1u) << step << " missing in " << b.dump();
+    const double tokens_per_step = r["test"] == "pp16" ? 16 : 1;
+    weights_per_step[r["test"]] = weights * tokens_per_step;
+    // A decode token reads every matrix once, and little else at this context.
+    if (r["test"] == "tg4") {
+      EXPECT_LE(weights, r["bytes_per_token"].get<double>());
+      EXPECT_GE(weights, 0.9 * r["bytes_per_token"].get<double>());
+    }
+  }
+  // A prompt of 16 reads every matrix once too (its last row alone goes through the output head).
+  EXPECT_NEAR(weights_per_step["pp16"], weights_per_step["tg4"], 1e-6 * weights_per_step["tg4"]);
+
+  ASSERT_EQ(bench(kSmall + " --breakdown", &out), 0);
+  EXPECT_NE(out.find("pp16, 1 threads:"), std::string::npos) << out;
+  EXPECT_NE(out.find("tg4, 1 threads:"), std::string::npos) << out;
+  EXPECT_NE(out.find("| ffn_down |"), std::string::npos) << out;
 }
 
 TEST_F(BenchCommand, BadFlagsExitWith2) {

@@ -1,0 +1,37 @@
+#include "model/forward_trace.h"
+
+#include "core/timer.h"
+
+namespace tps {
+
+const char* phase_name(ForwardPhase phase) {
+  switch (phase) {
+    case ForwardPhase::kEmbed: return "embed";
+    case ForwardPhase::kNorm: return "rmsnorm";
+    case ForwardPhase::kQkv: return "qkv";
+    case ForwardPhase::kRopeKv: return "rope+kv";
+    case ForwardPhase::kAttention: return "attention";
+    case ForwardPhase::kAttnOut: return "attn_out";
+    case ForwardPhase::kFfnUp: return "ffn_gate_up";
+    case ForwardPhase::kFfnAct: return "ffn_silu";
+    case ForwardPhase::kFfnDown: return "ffn_down";
+    case ForwardPhase::kOutput: return "output";
+  }
+  return "?";
+}
+
+PhaseClock::PhaseClock(ForwardTrace* trace, ForwardPhase phase, double weight_bytes)
+    : trace_(trace), phase_(static_cast<size_t>(phase)) {
+  if (trace_ == nullptr) return;
+  trace_->weight_bytes[phase_] += weight_bytes;
+  waited_at_start_ = trace_->waited;
+  start_ = now_seconds();
+}
+
+PhaseClock::~PhaseClock() {
+  if (trace_ == nullptr) return;
+  trace_->seconds[phase_] += now_seconds() - start_;
+  trace_->wait_seconds[phase_] += trace_->waited - waited_at_start_;
+}
+
+}  // namespace tps
