@@ -18,6 +18,9 @@ void silu_mul(const float* gate, const float* up, int64_t n, float* out);
 enum class RopeStyle { kAdjacent, kHalves };
 void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_base, RopeStyle style);
 
+// out[i * out_stride] = x[i] as an IEEE half, rounded as f32_to_f16 (quant/quantize.h) does.
+void to_f16(const float* x, int64_t n, uint16_t* out, int64_t out_stride = 1);
+
 // Attention's inner step (FlashAttention-style online softmax) over up to
 // kAttentionKeys keys shared by n_q query heads; keys and values are IEEE halves (the
 // KV cache's storage); see ops_impl.inc for the layout. model/attention.cpp drives it;

@@ -12,6 +12,7 @@ struct OpsKernels {
   void (*silu_mul)(const float*, const float*, int64_t, float*);
   // cos/sin: head_dim / 2 values for the position
   void (*rope)(float*, int64_t, int64_t, const float*, const float*, RopeStyle);
+  void (*to_f16)(const float*, int64_t, uint16_t*, int64_t);
   void (*attend_keys)(const float*, int64_t, int64_t, const uint16_t*, int64_t, const uint16_t*, int64_t, int64_t,
                       float*, float*, float*);
 };

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "quant/quantize.h"
+#include "kernels/ops.h"
 
 namespace tps {
 
@@ -14,10 +14,8 @@ KvCache::KvCache(const ModelConfig& config, int64_t n_blocks, int64_t block_toke
 }
 
 void KvCache::store(int64_t layer, int64_t block, int64_t slot, const float* key, const float* value) {
-  uint16_t* keys_t = keys(layer, block) + slot;
-  for (int64_t c = 0; c < kv_dim_; ++c) keys_t[c * block_tokens_] = f32_to_f16(key[c]);
-  uint16_t* values_row = values(layer, block) + slot * kv_dim_;
-  for (int64_t c = 0; c < kv_dim_; ++c) values_row[c] = f32_to_f16(value[c]);
+  to_f16(key, kv_dim_, keys(layer, block) + slot, block_tokens_);
+  to_f16(value, kv_dim_, values(layer, block) + slot * kv_dim_);
 }
 
 void KvCache::copy_block(int64_t from, int64_t to) {

@@ -2,12 +2,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iterator>
 #include <optional>
 #include <random>
 #include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "quant/quantize.h"
 #include "support/scoped_isa.h"
 
 namespace tps {
@@ -89,6 +91,25 @@ TEST_P(Ops, Rope) {
   rope(v, 1, 2, 1, 10000.0f, RopeStyle::kAdjacent);
   EXPECT_NEAR(v[0], std::cos(1.0f), 1e-6f);
   EXPECT_NEAR(v[1], std::sin(1.0f), 1e-6f);
+}
+
+TEST_P(Ops, ToF16MatchesTheScalarConversion) {
+  for (int64_t n : kLengths) {
+    auto x = gaussian(n, 9, 3.0f);
+    // Specials and edges: subnormal halves, ties, overflow to inf, signed zero.
+    const float edges[] = {0.0f, -0.0f, 1e-6f, -3e-8f, 6.1e-5f, 65504.0f, 65520.0f, -1e9f, INFINITY, 1.0009765625f + 0x1p-11f};
+    for (size_t i = 0; i < std::size(edges) && i < x.size(); ++i) x[i] = edges[i];
+    for (int64_t stride : {1, 3}) {
+      std::vector<uint16_t> got(n * stride, 0xFFFF);
+      to_f16(x.data(), n, got.data(), stride);
+      for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[i * stride], f32_to_f16(x[i])) << "x = " << x[i] << " stride " << stride;
+      for (int64_t i = 0; i < n * stride; ++i) {
+        if (i % stride != 0) {
+          ASSERT_EQ(got[i], 0xFFFF) << "wrote between the strided outputs";
+        }
+      }
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, Ops, testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
