@@ -36,16 +36,27 @@ bool detect_amx() {
 #endif
 }
 
+bool detect_avx_vnni() {
+#if defined(__x86_64__)
+  unsigned a, b, c, d;
+  constexpr unsigned kAvxVnni = 1u << 4;  // CPUID.(EAX=7, ECX=1):EAX
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & kAvxVnni) != 0;
+#else
+  return false;
+#endif
+}
+
 bool detect(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // F16C came before either
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
                 __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return avx2;
+    case Isa::kAvxVnni: return avx2 && detect_avx_vnni();
     case Isa::kAvx512: return avx512;
     case Isa::kAmx: return avx512 && detect_amx();
   }
@@ -54,9 +65,9 @@ bool detect(Isa isa) {
 }
 
 struct Support {
-  bool flags[4];
+  bool flags[kIsaCount];
   Support() {
-    for (int i = 0; i < 4; ++i) flags[i] = detect(static_cast<Isa>(i));
+    for (int i = 0; i < kIsaCount; ++i) flags[i] = detect(static_cast<Isa>(i));
   }
 };
 
@@ -77,9 +88,10 @@ Isa initial_isa() {
     std::string v = env;
     if (v == "scalar") cap = Isa::kScalar;
     else if (v == "avx2") cap = Isa::kAvx2;
+    else if (v == "avx_vnni") cap = Isa::kAvxVnni;
     else if (v == "avx512") cap = Isa::kAvx512;
     else if (v == "amx") cap = Isa::kAmx;
-    else fail("TPS_ISA={} is not one of scalar, avx2, avx512, amx", v);
+    else fail("TPS_ISA={} is not one of scalar, avx2, avx_vnni, avx512, amx", v);
   }
   return best_supported(cap);
 }
@@ -95,6 +107,7 @@ const char* isa_name(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
+    case Isa::kAvxVnni: return "avx_vnni";
     case Isa::kAvx512: return "avx512";
     case Isa::kAmx: return "amx";
   }

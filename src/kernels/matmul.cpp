@@ -15,6 +15,9 @@ namespace tps {
 const IsaKernels* kernels_for(Isa isa) {
   if (isa >= Isa::kAvx512)
     if (const IsaKernels* k = isa_kernels_avx512()) return k;
+  // AVX-512 CPUs need not have AVX-VNNI (Ice Lake has not).
+  if (isa >= Isa::kAvxVnni && cpu_supports(Isa::kAvxVnni))
+    if (const IsaKernels* k = isa_kernels_avx_vnni()) return k;
   if (isa >= Isa::kAvx2)
     if (const IsaKernels* k = isa_kernels_avx2()) return k;
   return nullptr;

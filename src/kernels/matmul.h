@@ -11,9 +11,13 @@
 
 namespace tps {
 
-enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
+// Instruction-set levels, each a superset of the paths below it that this build uses:
+// kAvxVnni is AVX2 with VEX-encoded vpdpbusd (Intel since Alder Lake, AMD since Zen 5),
+// which CPUs without AVX-512 have too.
+enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512, kAmx };
+constexpr int kIsaCount = 5;
 const char* isa_name(Isa isa);
-// The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx512|amx caps it.
+// The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx_vnni|avx512|amx caps it.
 Isa active_isa();
 bool cpu_supports(Isa isa);
 // Forces a path (tests and comparisons); must be supported by the CPU.

@@ -109,6 +109,7 @@ void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0
 
 // nullptr when this build has no kernels for the ISA.
 const IsaKernels* isa_kernels_avx2();
+const IsaKernels* isa_kernels_avx_vnni();
 const IsaKernels* isa_kernels_avx512();
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).

@@ -84,6 +84,11 @@ bool amx_bit(int bit) {
   return (d >> bit) & 1u;
 }
 
+bool avx_vnni_bit() {
+  unsigned a, b, c, d;
+  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
+}
+
 }  // namespace
 
 CpuInfo detect_cpu() {
@@ -93,6 +98,7 @@ CpuInfo detect_cpu() {
   info.logical_cpus = ThreadPool::default_threads();
   __builtin_cpu_init();
   info.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  info.avx_vnni = info.avx2 && avx_vnni_bit();
   info.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
   info.avx512_vnni = info.avx512 && __builtin_cpu_supports("avx512vnni");
@@ -101,6 +107,7 @@ CpuInfo detect_cpu() {
   info.amx_int8 = amx_tile && amx_bit(25);
   info.amx_bf16 = amx_tile && amx_bit(22);
   if (info.avx2) info.isa.push_back("avx2");
+  if (info.avx_vnni) info.isa.push_back("avx_vnni");
   if (info.avx512) info.isa.push_back("avx512");
   if (info.avx512_vnni) info.isa.push_back("avx512_vnni");
   if (info.avx512_bf16) info.isa.push_back("avx512_bf16");

@@ -12,6 +12,7 @@ struct CpuInfo {
   int logical_cpus = 0;       // CPUs this process may run on
   std::vector<std::string> isa;  // extensions that matter to the kernels, e.g. "avx512_vnni"
   bool avx2 = false;          // with FMA
+  bool avx_vnni = false;      // AVX2's vpdpbusd on 256 bits (VEX), also on CPUs without AVX-512
   bool avx512 = false;        // F + BW + VL
   bool avx512_vnni = false;
   bool avx512_bf16 = false;

@@ -127,6 +127,11 @@ std::vector<ComputeKernel> available_kernels(const CpuInfo& cpu, std::vector<Com
   if (cpu.avx512) kernels = compute_kernels_avx512();
   else if (cpu.avx2) kernels = compute_kernels_avx2();
   else kernels = compute_kernels_scalar();
+  if (!cpu.avx512 && cpu.avx_vnni) {  // the quantized kernels' dot there
+    for (ComputeKernel& k : kernels) {
+      if (k.path == std::string("int8")) k = int8_kernel_avx_vnni();
+    }
+  }
   for (const char* path : {"bf16", "int8"}) {
     bool have = std::any_of(kernels.begin(), kernels.end(),
                             [&](const ComputeKernel& k) { return k.path == std::string(path); });

@@ -47,6 +47,7 @@ uint64_t read_kernel_avx512(const uint8_t* p, size_t n);
 
 std::vector<ComputeKernel> compute_kernels_scalar();
 std::vector<ComputeKernel> compute_kernels_avx2();      // f32 FMA, int8 vpmaddubsw
+ComputeKernel int8_kernel_avx_vnni();                    // int8 vpdpbusd on 256 bits
 std::vector<ComputeKernel> compute_kernels_avx512();    // f32 FMA (+ bf16, int8 VNNI)
 std::vector<ComputeKernel> compute_kernels_amx();       // needs the OS to grant tile state
 

@@ -90,7 +90,7 @@ TEST_P(MatmulPaths, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, MatmulPaths,
-                         testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx),
+                         testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx),
                                           testing::ValuesIn(kTypes)),
                          [](const auto& info) {
                            return std::string(isa_name(std::get<0>(info.param))) + "_" +
@@ -173,9 +173,9 @@ TEST(QuantizeActivations, SimdMatchesScalar) {
   std::vector<int8_t> q0(cols), q1(cols);
   std::vector<float> d0(cols / 32), d1(cols / 32), s160(cols / 16), s161(cols / 16), s320(cols / 32), s321(cols / 32);
   quantize_activations_scalar(x.data(), cols, q0.data(), d0.data(), s160.data(), s320.data(), 1);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
     if (!cpu_supports(isa)) continue;
-    const IsaKernels* k = isa == Isa::kAvx2 ? isa_kernels_avx2() : isa_kernels_avx512();
+    const IsaKernels* k = kernels_for(isa);
     ASSERT_NE(k, nullptr);
     k->quantize_activations(x.data(), cols, q1.data(), d1.data(), s161.data(), s321.data(), 1);
     EXPECT_EQ(q0, q1) << isa_name(isa);

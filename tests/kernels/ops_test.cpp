@@ -112,7 +112,7 @@ TEST_P(Ops, ToF16MatchesTheScalarConversion) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllPaths, Ops, testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+INSTANTIATE_TEST_SUITE_P(AllPaths, Ops, testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512),
                          [](const auto& info) { return std::string(isa_name(info.param)); });
 
 }  // namespace

@@ -95,7 +95,7 @@ TEST_P(Attention, MatchesDirectSoftmaxOverEveryPosition) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, Attention,
-    testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvx512),
+    testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512),
                      testing::Values(Case{8, 2, 64, 16},    // GQA, llama shapes
                                      Case{4, 4, 18, 16},    // MHA, head_dim off the 4-wide unroll
                                      Case{6, 3, 32, 5},     // blocks shorter than a key row

@@ -37,7 +37,7 @@ std::vector<GoldenCase> golden_cases() {
     std::string model = testing::fixture("models/" + stem + ".gguf");
     if (model.empty()) model = testing::fixture("models/synthetic/" + stem + ".gguf");
     if (model.empty()) continue;
-    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx})
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx})
       if (cpu_supports(isa)) cases.push_back({f, model, isa});
   }
   return cases;

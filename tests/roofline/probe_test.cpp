@@ -44,6 +44,14 @@ TEST(Probe, TinyProbeFillsEveryField) {
   ASSERT_NE(f32, nullptr);
   EXPECT_EQ(f32->status, "measured");
   for (const auto& t : f32->by_threads) EXPECT_GT(t.ops_per_s, 0);
+  // The widest loops the CPU runs: a scalar loop on an AVX CPU would understate its roofs.
+  const CpuInfo cpu = detect_cpu();
+  const char* widest = cpu.avx512 ? "avx512" : cpu.avx2 ? "avx2" : "scalar";
+  EXPECT_EQ(f32->isa.rfind(widest, 0), 0u) << f32->isa;
+  if (cpu.avx2) {
+    ASSERT_NE(p.peak("int8"), nullptr);
+    EXPECT_EQ(p.peak("int8")->status, "measured");
+  }
   for (const char* path : {"bf16", "int8", "amx_int8", "amx_bf16"}) {
     const ComputePeak* pk = p.peak(path);
     ASSERT_NE(pk, nullptr) << path;
@@ -109,6 +117,16 @@ TEST(Probe, ReadKernelsSumEveryWordOnce) {
     for (const auto& [name, read] : kernels)
       EXPECT_EQ(read(reinterpret_cast<const uint8_t*>(words), blocks * 256), want) << name << ", " << blocks << " blocks";
   }
+}
+
+// The AVX-VNNI int8 peak loop does the multiply-adds it counts: 12 chains of 32 u8 x s8
+// products per iteration, each lane gaining 4 x (3 x -2) from its start value j.
+TEST(Probe, AvxVnniInt8LoopDoesTheWorkItCounts) {
+  if (!detect_cpu().avx_vnni) GTEST_SKIP() << "CPU lacks AVX-VNNI";
+  const ComputeKernel k = int8_kernel_avx_vnni();
+  EXPECT_EQ(k.path, std::string("int8"));
+  EXPECT_EQ(k.ops_per_iteration, 12 * 32 * 2.0);
+  for (int64_t n : {1, 10, 1000}) EXPECT_EQ(k.run(n), 66.0 - 12 * 24.0 * double(n)) << n;
 }
 
 }  // namespace tps
