@@ -51,15 +51,13 @@ class ThreadPool {
     share_out(n, grain, 0, fn);
   }
 
-  // Like parallel_for_dynamic, but each grab takes a 1 / n_threads share of what is
-  // left (at least min_grain): long contiguous ranges first, which streaming reads
-  // need (the hardware prefetchers restart at every jump), then shorter ones that even
-  // out threads slowed by other tenants. Measured on TinyLlama's decode (2 threads,
-  // `tps bench --breakdown`): its 2.4-3 MB matrices streamed 7-10 % faster than with
-  // shares of 1 / (2 n_threads), the large ones 1-3 %; 1 / (4 n_threads) was slower.
+  // Like parallel_for_dynamic, but each grab takes a share of what is left (at least
+  // min_grain): long contiguous ranges first, which streaming reads need (the
+  // hardware prefetchers restart at every jump), then shorter ones that even out
+  // threads slowed by other tenants.
   template <typename F>
   void parallel_for_guided(int64_t n, int64_t min_grain, F&& fn) {
-    share_out(n, min_grain, n_threads_, fn);
+    share_out(n, min_grain, 2 * n_threads_, fn);
   }
 
   // While `total` is set (nullptr: off), the calling thread adds to it the seconds it
