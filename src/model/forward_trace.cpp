@@ -1,6 +1,7 @@
 #include "model/forward_trace.h"
 
 #include "core/timer.h"
+#include "kernels/packed_weights.h"
 
 namespace tps {
 
@@ -20,10 +21,11 @@ const char* phase_name(ForwardPhase phase) {
   return "?";
 }
 
-PhaseClock::PhaseClock(ForwardTrace* trace, ForwardPhase phase, double weight_bytes)
+PhaseClock::PhaseClock(ForwardTrace* trace, ForwardPhase phase, std::initializer_list<const WeightMatrix*> weights)
     : trace_(trace), phase_(static_cast<size_t>(phase)) {
   if (trace_ == nullptr) return;
-  trace_->weight_bytes[phase_] += weight_bytes;
+  for (const WeightMatrix* w : weights)
+    trace_->weight_bytes[phase_] += static_cast<double>(w->packed != nullptr ? w->packed->bytes() : w->row_bytes * w->rows);
   waited_at_start_ = trace_->waited;
   start_ = now_seconds();
 }

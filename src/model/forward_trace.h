@@ -4,6 +4,9 @@
 // threads at the ends of parallel regions, and the weight bytes each phase streamed.
 #include <array>
 #include <cstddef>
+#include <initializer_list>
+
+#include "kernels/matmul.h"
 
 namespace tps {
 
@@ -19,10 +22,11 @@ struct ForwardTrace {
 };
 
 // Adds the wall time between construction and destruction, the pool's waits in between,
-// and `weight_bytes` to the phase; costs a branch when `trace` is null.
+// and the bytes a matmul reads from `weights` (packed panels, else rows) to the phase;
+// costs a branch when `trace` is null.
 class PhaseClock {
  public:
-  PhaseClock(ForwardTrace* trace, ForwardPhase phase, double weight_bytes = 0);
+  PhaseClock(ForwardTrace* trace, ForwardPhase phase, std::initializer_list<const WeightMatrix*> weights = {});
   ~PhaseClock();
   PhaseClock(const PhaseClock&) = delete;
   PhaseClock& operator=(const PhaseClock&) = delete;

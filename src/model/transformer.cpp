@@ -15,13 +15,6 @@ namespace {
 
 size_t matrix_bytes(const WeightMatrix& w) { return w.row_bytes * w.rows; }
 
-// Bytes a matmul with w reads: its packed panels, else its rows.
-double streamed_bytes(std::initializer_list<const WeightMatrix*> ws) {
-  double bytes = 0;
-  for (const WeightMatrix* w : ws) bytes += static_cast<double>(w->packed != nullptr ? w->packed->bytes() : matrix_bytes(*w));
-  return bytes;
-}
-
 // Applies fn(row) to rows [0, rows) on the pool. The work per row is small and
 // element-wise: rows are grouped so that a barrier is paid only for real work.
 template <typename F>
@@ -140,7 +133,7 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
     for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.attn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
   }
   {
-    PhaseClock clock(trace_, ForwardPhase::kQkv, streamed_bytes({&w.wq, &w.wk, &w.wv}));
+    PhaseClock clock(trace_, ForwardPhase::kQkv, {&w.wq, &w.wk, &w.wv});
     matmul_parts({{&w.wq, q_.data()}, {&w.wk, k_.data()}, {&w.wv, v_.data()}}, xn_.data(), rows, pool);
   }
   const int64_t bt = kv.block_tokens();
@@ -166,7 +159,7 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
     PhaseClock clock(trace_, ForwardPhase::kAttention);
     attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
   }
-  PhaseClock clock(trace_, ForwardPhase::kAttnOut, streamed_bytes({&w.wo}));
+  PhaseClock clock(trace_, ForwardPhase::kAttnOut, {&w.wo});
   matmul(w.wo, att_.data(), rows, proj_.data(), pool);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
@@ -179,14 +172,14 @@ void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& po
     for_rows(pool, rows, c.dim, [&](int64_t r) { rmsnorm(&x_[r * c.dim], w.ffn_norm.data(), c.dim, c.rms_eps, &xn_[r * c.dim]); });
   }
   {
-    PhaseClock clock(trace_, ForwardPhase::kFfnUp, streamed_bytes({&w.w_gate, &w.w_up}));
+    PhaseClock clock(trace_, ForwardPhase::kFfnUp, {&w.w_gate, &w.w_up});
     matmul_parts({{&w.w_gate, gate_.data()}, {&w.w_up, up_.data()}}, xn_.data(), rows, pool);
   }
   {
     PhaseClock clock(trace_, ForwardPhase::kFfnAct);
     for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
   }
-  PhaseClock clock(trace_, ForwardPhase::kFfnDown, streamed_bytes({&w.w_down}));
+  PhaseClock clock(trace_, ForwardPhase::kFfnDown, {&w.w_down});
   matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
@@ -196,7 +189,7 @@ void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPo
   // Only rows that want logits go through the (large) output matrix.
   const auto n = static_cast<int64_t>(std::count(batch.want_logits.begin(), batch.want_logits.end(), uint8_t{1}));
   if (n == 0) return;
-  PhaseClock clock(trace_, ForwardPhase::kOutput, streamed_bytes({&weights_.output}));
+  PhaseClock clock(trace_, ForwardPhase::kOutput, {&weights_.output});
   int64_t i = 0;
   for (size_t r = 0; r < batch.size(); ++r)
     if (batch.want_logits[r]) rmsnorm(&x_[r * dim], weights_.output_norm.data(), dim, config_.rms_eps, &xn_[i++ * dim]);
