@@ -280,6 +280,19 @@ TEST_F(BenchCommand, BadFlagsExitWith2) {
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
   cmd = std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile /no/such/profile.json -p 16 -n 4 >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  // An unknown instruction set named in TPS_ISA is an error that names it; a known one
+  // caps the choice (to what the CPU has).
+  const std::string err = (dir_ / "err.txt").string();
+  cmd = "TPS_ISA=avx9 " + std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile " + profile_path() + " " +
+        kSmall + " >/dev/null 2>" + err;
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
+  std::stringstream message;
+  message << std::ifstream(err).rdbuf();
+  EXPECT_NE(message.str().find("TPS_ISA=avx9 is not one of scalar, avx2, avx_vnni, avx512, amx"), std::string::npos)
+      << message.str();
+  cmd = "TPS_ISA=avx_vnni " + std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile " + profile_path() +
+        " " + kSmall + " >/dev/null 2>&1";
+  EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
 }
 
 }  // namespace
