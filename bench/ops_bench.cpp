@@ -72,19 +72,21 @@ void BM_Rope(benchmark::State& state) {  // queries of 64 positions
 }
 BENCHMARK(BM_Rope);
 
-// The integer matmuls' activation quantization (int8 codes, scales and sums per 32).
+// The integer matmuls' activation quantization (int8 codes, scales and the sums per 16 and 32).
 void BM_QuantizeActivations(benchmark::State& state) {
   const IsaKernels* k = kernels_for(active_isa());
   auto quantize = k != nullptr ? k->quantize_activations : quantize_activations_scalar;
   auto x = gaussian(kRows * kDim, 1);
   std::vector<int8_t> q(static_cast<size_t>(kRows * kDim));
-  std::vector<float> d(kRows * kDim / 32), sum16(kRows * kDim / 16), sum32(kRows * kDim / 32);
+  std::vector<float> d(kRows * kDim / 32), sum32(kRows * kDim / 32);
+  std::vector<int32_t> zero16(kRows * kDim / 16), zero32(kRows * kDim / 32);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; ++r)
-      quantize(&x[r * kDim], kDim, &q[r * kDim], &d[r * kDim / 32], &sum16[r * kDim / 16], &sum32[r * kDim / 32], 1);
+      quantize(&x[r * kDim], kDim, 8,
+               {&q[r * kDim], &d[r * kDim / 32], &sum32[r * kDim / 32], &zero16[r * kDim / 16], &zero32[r * kDim / 32], 1});
     benchmark::ClobberMemory();
   }
-  report(state, kRows * kDim * (4 + 1) + (d.size() + sum16.size() + sum32.size()) * 4, kRows * kDim);
+  report(state, kRows * kDim * (4 + 1) + (d.size() + sum32.size() + zero16.size() + zero32.size()) * 4, kRows * kDim);
 }
 BENCHMARK(BM_QuantizeActivations);
 

@@ -97,21 +97,19 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   thread_local std::vector<uint8_t> act_buffer;
   const int64_t cols = w0.cols, nb32 = cols / 32, nb16 = cols / 16;
   size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
-  size_t f_count = static_cast<size_t>(n_tokens * (nb32 * 2 + nb16));
-  uint8_t* base = scratch(act_buffer, q_bytes + f_count * sizeof(float));
+  size_t sums = static_cast<size_t>(n_tokens * (nb32 * 3 + nb16));  // d, sum32, zero32, zero16
+  static_assert(sizeof(float) == sizeof(int32_t));
+  uint8_t* base = scratch(act_buffer, q_bytes + sums * sizeof(float));
   Q8Activations a;
   a.n_tokens = n_tokens;
   a.cols = cols;
   a.q = reinterpret_cast<int8_t*>(base);
   a.d = reinterpret_cast<float*>(base + q_bytes);
   a.sum32 = a.d + n_tokens * nb32;
-  a.sum16 = a.sum32 + n_tokens * nb32;
+  a.zero32 = reinterpret_cast<int32_t*>(a.sum32 + n_tokens * nb32);
+  a.zero16 = a.zero32 + n_tokens * nb32;
   auto quantize_tokens = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const int64_t g0 = a.group_start(t), j = t - g0, n = a.group_size(t);
-      k.quantize_activations(x + t * cols, cols, a.q + g0 * cols + 32 * j, a.d + g0 * nb32 + j, a.sum16 + g0 * nb16 + j,
-                             a.sum32 + g0 * nb32 + j, n);
-    }
+    for (int64_t t = t0; t < t1; ++t) k.quantize_activations(x + t * cols, cols, layout.offset, a.token(t));
   };
   if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
   else quantize_tokens(0, n_tokens, 0);
@@ -201,8 +199,8 @@ void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64
   }
 }
 
-void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
-                                 int64_t stride) {
+void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, const Q8Token& out) {
+  const int64_t stride = out.stride;
   for (int64_t b = 0; b < cols / 32; ++b) {
     const float* xb = x + b * 32;
     float amax = 0.0f;
@@ -211,13 +209,14 @@ void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float*
     int sums[2] = {0, 0};
     for (int j = 0; j < 32; ++j) {
       int v = static_cast<int>(std::nearbyint(xb[j] * id));
-      q[b * 32 * stride + j] = static_cast<int8_t>(v);
+      out.q[b * 32 * stride + j] = static_cast<int8_t>(v);
       sums[j / 16] += v;
     }
-    d[b * stride] = db;
-    sum16[2 * b * stride] = db * static_cast<float>(sums[0]);
-    sum16[(2 * b + 1) * stride] = db * static_cast<float>(sums[1]);
-    sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
+    out.d[b * stride] = db;
+    out.sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
+    out.zero16[2 * b * stride] = -zero_point * sums[0];
+    out.zero16[(2 * b + 1) * stride] = -zero_point * sums[1];
+    out.zero32[b * stride] = -zero_point * (sums[0] + sums[1]);
   }
 }
 

@@ -10,36 +10,52 @@
 
 namespace tps {
 
+// Where one token's quantized activations go: block b (of 32) of its codes at
+// q + 32 b stride, its scale at d[b stride], and per 16 or 32 elements the sums the
+// weights' zero points need, also `stride` apart.
+struct Q8Token {
+  int8_t* q;
+  float* d;
+  float* sum32;      // d * (sum of the codes) per 32: the term of a bias per block
+  int32_t* zero16;   // -zero_point * (sum of the codes) per 16 and per 32: a fixed
+  int32_t* zero32;   // zero point's term, added to the integer dot exactly
+  int64_t stride;
+};
+
 // Activations quantized to int8 per block of 32 (the integer kernels' other operand),
-// with scales d per block and sum16/sum32 = d * (sum of the codes) per 16 / 32 elements
-// for the weight bias terms. Tokens are stored in groups of kGroup, the kernels' token
-// tile: within a group, the same block of every token sits together, so a tile reads
-// all its tokens through one pointer at fixed offsets (a pointer per token would not
-// fit in the registers). Group g holds tokens [kGroup g, kGroup g + n) with
-// n = group_size(); its token j's 32-block b has codes at
+// with a scale d per block and the sums of Q8Token. Tokens are stored in groups of
+// kGroup, the kernels' token tile: within a group, the same block of every token sits
+// together, so a tile reads all its tokens through one pointer at fixed offsets (a
+// pointer per token would not fit in the registers). Group g holds tokens
+// [kGroup g, kGroup g + n) with n = group_size(); its token j's 32-block b has codes at
 //   q + kGroup g cols + b (32 n) + 32 j,  scale d[kGroup g nb32 + b n + j],
-// sum32 like d, and sum16[kGroup g nb16 + b16 n + j].
+// sum32 and zero32 like d, and zero16[kGroup g nb16 + b16 n + j].
 struct Q8Activations {
   static constexpr int64_t kGroup = 8;
   int64_t n_tokens = 0, cols = 0;
   int8_t* q = nullptr;
   float* d = nullptr;
-  float* sum16 = nullptr;
   float* sum32 = nullptr;
+  int32_t* zero16 = nullptr;
+  int32_t* zero32 = nullptr;
 
   int64_t group_start(int64_t t) const { return t - t % kGroup; }
   int64_t group_size(int64_t t) const { return std::min(kGroup, n_tokens - group_start(t)); }
+  // Token t's places in the group layout.
+  Q8Token token(int64_t t) const {
+    const int64_t g0 = group_start(t), j = t - g0, nb32 = cols / 32, nb16 = cols / 16;
+    return {q + g0 * cols + 32 * j, d + g0 * nb32 + j, sum32 + g0 * nb32 + j, zero16 + g0 * nb16 + j,
+            zero32 + g0 * nb32 + j, group_size(t)};
+  }
 };
 
 // The most tokens IsaKernels::panel_pair takes: its tile keeps T x 2 accumulators.
 constexpr int64_t kMaxPairTokens = 4;
 
 struct IsaKernels {
-  // Quantizes one token's cols (a multiple of 32) activations; its consecutive blocks
-  // are `stride` apart (in 32-byte units for q, in floats for d, sum16, sum32), the
-  // group layout above (stride 1: one token alone, contiguous).
-  void (*quantize_activations)(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
-                               int64_t stride);
+  // Quantizes one token's cols (a multiple of 32) activations into `out`, with the
+  // zero sums for weights whose codes have the fixed zero point `zero_point`.
+  void (*quantize_activations)(const float* x, int64_t cols, int zero_point, const Q8Token& out);
   // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
   void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
                 float* y, int64_t rows, int64_t r0);
@@ -116,8 +132,7 @@ const IsaKernels* isa_kernels_avx512();
 const IsaKernels* kernels_for(Isa isa);
 
 // The scalar reference of quantize_activations (SIMD versions must match it exactly).
-void quantize_activations_scalar(const float* x, int64_t cols, int8_t* q, float* d, float* sum16, float* sum32,
-                                 int64_t stride);
+void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, const Q8Token& out);
 
 void matmul_scalar(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, ThreadPool& pool);
 

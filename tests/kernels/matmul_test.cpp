@@ -164,24 +164,55 @@ TEST_P(MatmulPaths, FloatTailsAndRowStride) {
   }
 }
 
+// One token's quantized activations, contiguous (stride 1).
+struct Q8Buffers {
+  explicit Q8Buffers(int64_t cols)
+      : q(cols), d(cols / 32), sum32(cols / 32), zero16(cols / 16), zero32(cols / 32) {}
+  Q8Token token() { return {q.data(), d.data(), sum32.data(), zero16.data(), zero32.data(), 1}; }
+  std::vector<int8_t> q;
+  std::vector<float> d, sum32;
+  std::vector<int32_t> zero16, zero32;
+};
+
 // The SIMD activation quantizers must produce exactly the scalar reference's blocks.
 TEST(QuantizeActivations, SimdMatchesScalar) {
   const int64_t cols = 256;
   auto x = gaussian(cols, 9);
   x[3] = 0.0f;
   for (int i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
-  std::vector<int8_t> q0(cols), q1(cols);
-  std::vector<float> d0(cols / 32), d1(cols / 32), s160(cols / 16), s161(cols / 16), s320(cols / 32), s321(cols / 32);
-  quantize_activations_scalar(x.data(), cols, q0.data(), d0.data(), s160.data(), s320.data(), 1);
-  for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
-    if (!cpu_supports(isa)) continue;
-    const IsaKernels* k = kernels_for(isa);
-    ASSERT_NE(k, nullptr);
-    k->quantize_activations(x.data(), cols, q1.data(), d1.data(), s161.data(), s321.data(), 1);
-    EXPECT_EQ(q0, q1) << isa_name(isa);
-    EXPECT_EQ(d0, d1) << isa_name(isa);
-    EXPECT_EQ(s160, s161) << isa_name(isa);
-    EXPECT_EQ(s320, s321) << isa_name(isa);
+  for (int zero_point : {0, 8, 128}) {
+    Q8Buffers want(cols);
+    quantize_activations_scalar(x.data(), cols, zero_point, want.token());
+    for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+      if (!cpu_supports(isa)) continue;
+      const IsaKernels* k = kernels_for(isa);
+      ASSERT_NE(k, nullptr);
+      Q8Buffers got(cols);
+      k->quantize_activations(x.data(), cols, zero_point, got.token());
+      EXPECT_EQ(want.q, got.q) << isa_name(isa);
+      EXPECT_EQ(want.d, got.d) << isa_name(isa);
+      EXPECT_EQ(want.sum32, got.sum32) << isa_name(isa);
+      EXPECT_EQ(want.zero16, got.zero16) << isa_name(isa) << " zero point " << zero_point;
+      EXPECT_EQ(want.zero32, got.zero32) << isa_name(isa) << " zero point " << zero_point;
+    }
+  }
+}
+
+// The reference's sums are those of its codes: what the kernels' bias and zero-point
+// terms stand on.
+TEST(QuantizeActivations, SumsAreThoseOfTheCodes) {
+  const int64_t cols = 64;
+  auto x = gaussian(cols, 4);
+  Q8Buffers a(cols);
+  quantize_activations_scalar(x.data(), cols, 8, a.token());
+  for (int64_t h = 0; h < cols / 16; ++h) {
+    int sum = 0;
+    for (int64_t i = 16 * h; i < 16 * h + 16; ++i) sum += a.q[i];
+    EXPECT_EQ(a.zero16[h], -8 * sum) << h;
+  }
+  for (int64_t b = 0; b < cols / 32; ++b) {
+    EXPECT_EQ(a.zero32[b], a.zero16[2 * b] + a.zero16[2 * b + 1]);
+    EXPECT_FLOAT_EQ(a.sum32[b], a.d[b] * static_cast<float>(a.zero32[b] / -8));
   }
 }
 
