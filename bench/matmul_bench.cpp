@@ -2,7 +2,8 @@
 // with TPS_ISA). GEMV cycles through enough copies of the matrix to stream from DRAM,
 // and reports GB/s of weights next to a plain streaming-read probe of this machine;
 // GEMM (512 tokens, prefill) reports MAC/s and the matmul-only tokens/s of a whole
-// TinyLlama forward pass (1.03 GMAC per token) at that rate.
+// TinyLlama forward pass (1.03 GMAC per token) at that rate; the panel tile, the integer
+// kernels' op/s on one thread with the weights in cache.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 
 #include "core/thread_pool.h"
 #include "kernels/matmul.h"
+#include "kernels/matmul_kernels.h"
 #include "kernels/packed_weights.h"
 #include "quant/quantize.h"
 
@@ -124,6 +126,35 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
   state.SetLabel(isa_name(active_isa()));
 }
 
+// One 16-row panel of 2048 columns times 16 tokens, again and again on one thread, from
+// L1 and L2: the integer kernel's compute rate with no memory stream or second thread
+// in the way, to set against the int8 peak per thread of `tps probe`.
+void BM_PanelTile(benchmark::State& state, GgmlType type) {
+  constexpr int64_t kCols = 2048, kTokens = 16;
+  const IsaKernels* k = kernels_for(active_isa());
+  if (k == nullptr) {
+    state.SkipWithError("the scalar path has no panel kernels");
+    return;
+  }
+  Matrix m;
+  init_matrix(m, type, kPanelRows, kCols, random_weights(type, kPanelRows, kCols));
+  const PanelLayout& layout = m.packed.layout();
+  auto x = activations(kTokens * kCols);
+  std::vector<int8_t> q(kTokens * kCols);
+  std::vector<float> d(kTokens * kCols / 32), sum32(d.size());
+  std::vector<int32_t> zero16(kTokens * kCols / 16), zero32(d.size());
+  Q8Activations a{kTokens, kCols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()};
+  for (int64_t t = 0; t < kTokens; ++t) k->quantize_activations(&x[t * kCols], kCols, layout.offset, a.token(t));
+  std::vector<float> y(kTokens * kPanelRows);
+  for (auto _ : state) {
+    k->panel(m.packed.group(0), layout, a, 0, kTokens, y.data(), kPanelRows, 0);
+    benchmark::ClobberMemory();
+  }
+  state.counters["op/s"] =
+      benchmark::Counter(2.0 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(isa_name(active_isa()));
+}
+
 void shapes_gemv(benchmark::internal::Benchmark* b) {
   b->Args({2048, 2048})->Args({5632, 2048})->Args({2048, 5632})->Unit(benchmark::kMicrosecond)->UseRealTime();
   b->ComputeStatistics("min", min_of);
@@ -146,6 +177,13 @@ TPS_MATMUL_BENCH(q4_1, kQ4_1);
 TPS_MATMUL_BENCH(q5_0, kQ5_0);
 TPS_MATMUL_BENCH(q5_k, kQ5_K);
 TPS_MATMUL_BENCH(bf16, kBF16);
+
+// The panel kernels of the integer paths, one per panel shape.
+BENCHMARK_CAPTURE(BM_PanelTile, q4_0, GgmlType::kQ4_0);
+BENCHMARK_CAPTURE(BM_PanelTile, q8_0, GgmlType::kQ8_0);
+BENCHMARK_CAPTURE(BM_PanelTile, q4_1, GgmlType::kQ4_1);
+BENCHMARK_CAPTURE(BM_PanelTile, q4_k, GgmlType::kQ4_K);
+BENCHMARK_CAPTURE(BM_PanelTile, q6_k, GgmlType::kQ6_K);
 
 }  // namespace
 }  // namespace tps
