@@ -3,7 +3,8 @@
 // and reports GB/s of weights next to a plain streaming-read probe of this machine;
 // GEMM (512 tokens, prefill) reports MAC/s and the matmul-only tokens/s of a whole
 // TinyLlama forward pass (1.03 GMAC per token) at that rate; the panel tile, the integer
-// kernels' op/s on one thread with the weights in cache.
+// kernels' op/s on one thread with the weights in cache; the panel pair, the decode
+// kernel's compute limit in panel bytes per second.
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
@@ -155,6 +156,34 @@ void BM_PanelTile(benchmark::State& state, GgmlType type) {
   state.SetLabel(isa_name(active_isa()));
 }
 
+// One token through two panels side by side (the decode kernel, IsaKernels::panel_pair)
+// with the weights in cache, on one thread: the panel bytes per second its compute could
+// consume, which must stay well above a thread's share of the DRAM read.
+void BM_PanelPair(benchmark::State& state, GgmlType type) {
+  constexpr int64_t kCols = 2048;
+  const IsaKernels* k = kernels_for(active_isa());
+  if (k == nullptr || k->panel_pair == nullptr) {
+    state.SkipWithError("this ISA has no panel-pair kernel");
+    return;
+  }
+  Matrix m;
+  init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
+  const PanelLayout& layout = m.packed.layout();
+  auto x = activations(kCols);
+  std::vector<int8_t> q(kCols);
+  std::vector<float> d(kCols / 32), sum32(d.size());
+  std::vector<int32_t> zero16(kCols / 16), zero32(d.size());
+  Q8Activations a{1, kCols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()};
+  k->quantize_activations(x.data(), kCols, layout.offset, a.token(0));
+  std::vector<float> y(2 * kPanelRows);
+  for (auto _ : state) {
+    k->panel_pair(m.packed.group(0), m.packed.group(1), layout, a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * m.packed.group_bytes()));
+  state.SetLabel(isa_name(active_isa()));
+}
+
 void shapes_gemv(benchmark::internal::Benchmark* b) {
   b->Args({2048, 2048})->Args({5632, 2048})->Args({2048, 5632})->Unit(benchmark::kMicrosecond)->UseRealTime();
   b->ComputeStatistics("min", min_of);
@@ -179,11 +208,15 @@ TPS_MATMUL_BENCH(q5_k, kQ5_K);
 TPS_MATMUL_BENCH(bf16, kBF16);
 
 // The panel kernels of the integer paths, one per panel shape.
-BENCHMARK_CAPTURE(BM_PanelTile, q4_0, GgmlType::kQ4_0);
-BENCHMARK_CAPTURE(BM_PanelTile, q8_0, GgmlType::kQ8_0);
-BENCHMARK_CAPTURE(BM_PanelTile, q4_1, GgmlType::kQ4_1);
-BENCHMARK_CAPTURE(BM_PanelTile, q4_k, GgmlType::kQ4_K);
-BENCHMARK_CAPTURE(BM_PanelTile, q6_k, GgmlType::kQ6_K);
+#define TPS_PANEL_BENCH(name, type)                     \
+  BENCHMARK_CAPTURE(BM_PanelTile, name, GgmlType::type); \
+  BENCHMARK_CAPTURE(BM_PanelPair, name, GgmlType::type)
+
+TPS_PANEL_BENCH(q4_0, kQ4_0);
+TPS_PANEL_BENCH(q8_0, kQ8_0);
+TPS_PANEL_BENCH(q4_1, kQ4_1);
+TPS_PANEL_BENCH(q4_k, kQ4_K);
+TPS_PANEL_BENCH(q6_k, kQ6_K);
 
 }  // namespace
 }  // namespace tps
