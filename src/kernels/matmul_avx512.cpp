@@ -175,8 +175,7 @@ void panel_tile(const uint8_t* const (&panels)[P], const Q8Activations& a, int64
 }
 
 template <int kBits, int kBlock, bool kBias, bool kK, int T>
-void one_panel_tile(const uint8_t* panel, const Q8Activations& a, int64_t t0, float* y,
-                    int64_t rows, int64_t r0) {
+void one_panel_tile(const uint8_t* panel, const Q8Activations& a, int64_t t0, float* y, int64_t rows, int64_t r0) {
   panel_tile<kBits, kBlock, kBias, kK, T>({panel}, a, t0, y, rows, {r0});
 }
 
