@@ -117,7 +117,11 @@ void panel_tile(const uint8_t* const (&panels)[P], const Q8Activations& a, int64
           panel[p] += PanelLayout::kSuperHeader;
         }
       }
-      const uint8_t* pb = panel[p];
+      // Codes pb, scales ps (PanelLayout::scales_first: odd blocks of 32 bytes past a
+      // multiple of 64 hold their scales first).
+      const bool scales_first = kBlockBytes % 64 == 32 && b % 2 == 1;
+      const uint8_t* pb = panel[p] + (scales_first ? 32 : 0);
+      const uint8_t* ps = panel[p] + (scales_first ? 0 : kCodeBytes);
       __m512i w[kGroups];
       if constexpr (kBits == 4) {
 #pragma GCC unroll 4
@@ -135,13 +139,13 @@ void panel_tile(const uint8_t* const (&panels)[P], const Q8Activations& a, int64
         auto u8_to_ps = [](const uint8_t* q) {
           return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(q))));
         };
-        s = _mm512_mul_ps(u8_to_ps(pb + kCodeBytes), super_d[p]);
-        m = _mm512_mul_ps(u8_to_ps(pb + kCodeBytes + 16), super_neg_dmin[p]);
+        s = _mm512_mul_ps(u8_to_ps(ps), super_d[p]);
+        m = _mm512_mul_ps(u8_to_ps(ps + 16), super_neg_dmin[p]);
       } else if constexpr (kBias) {
-        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes)));
-        m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes + 32)));
+        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps)));
+        m = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps + 32)));
       } else {
-        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pb + kCodeBytes)));
+        s = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ps)));
       }
       panel[p] += kBlockBytes;
 #pragma GCC unroll 16

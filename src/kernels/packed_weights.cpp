@@ -119,10 +119,11 @@ void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) 
   const int64_t nblocks = w.cols / kQk;
   for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.block_bytes()) {
     std::memset(dst, 0, kQ4_0.block_bytes());
-    auto* scales = dst + kQ4_0.code_bytes();
+    auto* codes = dst + kQ4_0.code_offset(b);
+    auto* scales = dst + kQ4_0.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
       const auto& q = reinterpret_cast<const BlockQ4_0*>(w.data + (g * kPanelRows + r) * rb)[b];
-      for (int k = 0; k < 4; ++k) std::memcpy(dst + 64 * k + 4 * r, q.qs + 4 * k, 4);
+      for (int k = 0; k < 4; ++k) std::memcpy(codes + 64 * k + 4 * r, q.qs + 4 * k, 4);
       std::memcpy(scales + 2 * r, &q.d, 2);
     }
   }
@@ -132,14 +133,15 @@ void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) 
   const int64_t nblocks = w.cols / kQk;
   for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.block_bytes()) {
     std::memset(dst, 0, kQ8_0.block_bytes());
-    auto* scales = dst + kQ8_0.code_bytes();
+    auto* codes = dst + kQ8_0.code_offset(b);
+    auto* scales = dst + kQ8_0.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
       const auto& q = reinterpret_cast<const BlockQ8_0*>(w.data + (g * kPanelRows + r) * rb)[b];
       for (int k = 0; k < 8; ++k) {
         uint32_t v;
         std::memcpy(&v, q.qs + 4 * k, 4);
         v ^= 0x80808080u;  // int8 q -> unsigned code q + 128
-        std::memcpy(dst + 64 * k + 4 * r, &v, 4);
+        std::memcpy(codes + 64 * k + 4 * r, &v, 4);
       }
       std::memcpy(scales + 2 * r, &q.d, 2);
     }
@@ -176,11 +178,11 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
       dst += PanelLayout::kSuperHeader;
     }
     std::memset(dst, 0, L.block_bytes());
-    uint8_t* sc = dst + L.code_bytes();
+    uint8_t* sc = dst + L.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
       const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
       decode_block(w.type, row, b, &dec);
-      put_codes(L, dec.codes, r, dst);
+      put_codes(L, dec.codes, r, dst + L.code_offset(b));
       unpack_k_scale(row + (b / PanelLayout::kSuperBlocks) * super_bytes + 4, static_cast<int>(b % 8), sc + r,
                      sc + kPanelRows + r);
     }
@@ -198,11 +200,11 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   DecodedBlock dec;
   for (int64_t b = 0; b < nblocks; ++b, dst += L.block_bytes()) {
     std::memset(dst, 0, L.block_bytes());
-    auto* scales = reinterpret_cast<uint16_t*>(dst + L.code_bytes());
+    auto* scales = reinterpret_cast<uint16_t*>(dst + L.scale_offset(b));
     auto* biases = scales + kPanelRows;
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
       decode_block(w.type, w.data + (g * kPanelRows + r) * rb, b, &dec);
-      put_codes(L, dec.codes, r, dst);
+      put_codes(L, dec.codes, r, dst + L.code_offset(b));
       scales[r] = f32_to_f16(dec.s);
       if (L.has_bias) biases[r] = f32_to_f16(dec.m);
     }

@@ -19,7 +19,9 @@
 // Panel block layout (16 rows): code vectors of 64 bytes (vector k holds codes
 // 4k..4k+3 of each row in bytes 4r..4r+3; for 4-bit codes the low nibbles are codes
 // 4k.. and the high nibbles codes 16+4k..), then 16 f16 scales, then 16 f16 biases
-// (or with k_scales: 16 sc, then 16 mn).
+// (or with k_scales: 16 sc, then 16 mn); in odd blocks of layouts whose blocks are 32
+// bytes past a multiple of 64, the 32 bytes of scales come before the codes
+// (PanelLayout::scales_first).
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,10 +44,16 @@ struct PanelLayout {
   bool k_scales = false;
   size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
   size_t block_bytes() const { return code_bytes() + (k_scales ? 32 : 32 + (has_bias ? 32 : 0)); }
-  // One panel of 16 rows of `cols` elements.
+  // Blocks of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
+  // an odd block puts its scales first, so every block's code vectors start on a cache
+  // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
+  bool scales_first(int64_t b) const { return block_bytes() % 64 == 32 && b % 2 == 1; }
+  size_t code_offset(int64_t b) const { return scales_first(b) ? 32 : 0; }
+  size_t scale_offset(int64_t b) const { return scales_first(b) ? 0 : code_bytes(); }
+  // One panel of 16 rows of `cols` elements, a whole number of cache lines.
   size_t group_bytes(int64_t cols) const {
     auto blocks = static_cast<size_t>(cols / block);
-    return blocks * block_bytes() + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0);
+    return (blocks * block_bytes() + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0) + 63) / 64 * 64;
   }
 };
 
