@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/cpu_features.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
 
@@ -36,16 +37,6 @@ bool detect_amx() {
 #endif
 }
 
-bool detect_avx_vnni() {
-#if defined(__x86_64__)
-  unsigned a, b, c, d;
-  constexpr unsigned kAvxVnni = 1u << 4;  // CPUID.(EAX=7, ECX=1):EAX
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && (a & kAvxVnni) != 0;
-#else
-  return false;
-#endif
-}
-
 bool detect(Isa isa) {
 #if defined(__x86_64__)
   __builtin_cpu_init();
@@ -56,7 +47,7 @@ bool detect(Isa isa) {
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return avx2;
-    case Isa::kAvxVnni: return avx2 && detect_avx_vnni();
+    case Isa::kAvxVnni: return avx2 && cpu_has_avx_vnni();
     case Isa::kAvx512: return avx512;
     case Isa::kAmx: return avx512 && detect_amx();
   }

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "core/cpu_features.h"
 #include "core/thread_pool.h"
 
 namespace tps {
@@ -84,11 +85,6 @@ bool amx_bit(int bit) {
   return (d >> bit) & 1u;
 }
 
-bool avx_vnni_bit() {
-  unsigned a, b, c, d;
-  return __get_cpuid_count(7, 1, &a, &b, &c, &d) && ((a >> 4) & 1u);
-}
-
 }  // namespace
 
 CpuInfo detect_cpu() {
@@ -98,7 +94,7 @@ CpuInfo detect_cpu() {
   info.logical_cpus = ThreadPool::default_threads();
   __builtin_cpu_init();
   info.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  info.avx_vnni = info.avx2 && avx_vnni_bit();
+  info.avx_vnni = info.avx2 && cpu_has_avx_vnni();
   info.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl");
   info.avx512_vnni = info.avx512 && __builtin_cpu_supports("avx512vnni");
