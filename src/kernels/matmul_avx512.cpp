@@ -117,9 +117,8 @@ void panel_tile(const uint8_t* const (&panels)[P], const Q8Activations& a, int64
           panel[p] += PanelLayout::kSuperHeader;
         }
       }
-      // Codes pb, scales ps (PanelLayout::scales_first: odd blocks of 32 bytes past a
-      // multiple of 64 hold their scales first).
-      const bool scales_first = kBlockBytes % 64 == 32 && b % 2 == 1;
+      // Codes pb, scales ps (some blocks hold their scales first).
+      const bool scales_first = PanelLayout::scales_first(kBlockBytes, b);
       const uint8_t* pb = panel[p] + (scales_first ? 32 : 0);
       const uint8_t* ps = panel[p] + (scales_first ? 0 : kCodeBytes);
       __m512i w[kGroups];
