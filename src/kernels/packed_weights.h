@@ -47,7 +47,9 @@ struct PanelLayout {
   // Blocks of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
   // an odd block puts its scales first, so every block's code vectors start on a cache
   // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
-  static constexpr bool scales_first(size_t bytes_per_block, int64_t b) { return bytes_per_block % 64 == 32 && b % 2 == 1; }
+  static constexpr bool scales_first(size_t bytes_per_block, int64_t b) {
+    return bytes_per_block % 64 == 32 && b % 2 == 1;
+  }
   bool scales_first(int64_t b) const { return scales_first(block_bytes(), b); }
   size_t code_offset(int64_t b) const { return scales_first(b) ? 32 : 0; }
   size_t scale_offset(int64_t b) const { return scales_first(b) ? 0 : code_bytes(); }
