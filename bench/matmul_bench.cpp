@@ -127,6 +127,21 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
   state.SetLabel(isa_name(active_isa()));
 }
 
+// Random activations of `tokens` tokens quantized as the integer kernels take them, for
+// weights with the given zero point.
+struct QuantizedTokens {
+  QuantizedTokens(const IsaKernels& k, int64_t tokens, int64_t cols, int zero_point)
+      : q(tokens * cols), d(tokens * cols / 32), sum32(d.size()), zero16(tokens * cols / 16), zero32(d.size()),
+        a{tokens, cols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()} {
+    auto x = activations(tokens * cols);
+    for (int64_t t = 0; t < tokens; ++t) k.quantize_activations(&x[t * cols], cols, zero_point, a.token(t));
+  }
+  std::vector<int8_t> q;
+  std::vector<float> d, sum32;
+  std::vector<int32_t> zero16, zero32;
+  Q8Activations a;
+};
+
 // One 16-row panel of 2048 columns times 16 tokens, again and again on one thread, from
 // L1 and L2: the integer kernel's compute rate with no memory stream or second thread
 // in the way, to set against the int8 peak per thread of `tps probe`.
@@ -140,15 +155,10 @@ void BM_PanelTile(benchmark::State& state, GgmlType type) {
   Matrix m;
   init_matrix(m, type, kPanelRows, kCols, random_weights(type, kPanelRows, kCols));
   const PanelLayout& layout = m.packed.layout();
-  auto x = activations(kTokens * kCols);
-  std::vector<int8_t> q(kTokens * kCols);
-  std::vector<float> d(kTokens * kCols / 32), sum32(d.size());
-  std::vector<int32_t> zero16(kTokens * kCols / 16), zero32(d.size());
-  Q8Activations a{kTokens, kCols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()};
-  for (int64_t t = 0; t < kTokens; ++t) k->quantize_activations(&x[t * kCols], kCols, layout.offset, a.token(t));
+  const QuantizedTokens x(*k, kTokens, kCols, layout.offset);
   std::vector<float> y(kTokens * kPanelRows);
   for (auto _ : state) {
-    k->panel(m.packed.group(0), layout, a, 0, kTokens, y.data(), kPanelRows, 0);
+    k->panel(m.packed.group(0), layout, x.a, 0, kTokens, y.data(), kPanelRows, 0);
     benchmark::ClobberMemory();
   }
   state.counters["op/s"] =
@@ -169,15 +179,10 @@ void BM_PanelPair(benchmark::State& state, GgmlType type) {
   Matrix m;
   init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
   const PanelLayout& layout = m.packed.layout();
-  auto x = activations(kCols);
-  std::vector<int8_t> q(kCols);
-  std::vector<float> d(kCols / 32), sum32(d.size());
-  std::vector<int32_t> zero16(kCols / 16), zero32(d.size());
-  Q8Activations a{1, kCols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()};
-  k->quantize_activations(x.data(), kCols, layout.offset, a.token(0));
+  const QuantizedTokens x(*k, 1, kCols, layout.offset);
   std::vector<float> y(2 * kPanelRows);
   for (auto _ : state) {
-    k->panel_pair(m.packed.group(0), m.packed.group(1), layout, a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    k->panel_pair(m.packed.group(0), m.packed.group(1), layout, x.a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * m.packed.group_bytes()));
