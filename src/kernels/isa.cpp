@@ -43,7 +43,7 @@ bool detect(Isa isa) {
   bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // F16C came before either
   bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
                 __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bf16");
+                __builtin_cpu_supports("avx512vnni");
   switch (isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return avx2;

@@ -336,7 +336,6 @@ struct Vec512 {
   static constexpr int kWidth = 16;
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec fma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
-  static Vec add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static float sum(Vec v) { return _mm512_reduce_add_ps(v); }
   static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1); }
   template <GgmlType kType>

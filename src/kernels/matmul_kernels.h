@@ -74,52 +74,50 @@ constexpr size_t kPrefetchBytes = 4096;
 // One token (decode) through float-type weights, the same for every vector width. Each
 // thread reads two sequential streams, its rows' two halves side by side: rows of one
 // stream are contiguous, and two streams keep more reads in flight than one (as
-// IsaKernels::panel_pair). V holds an ISA's vector helpers: kWidth floats per Vec,
-// zero(), fma(a, b, acc), add(a, b), sum(v), and weights<kType>(row, c, n) /
-// activations(x, c, n) for the n <= kWidth elements at c (fewer than kWidth: a
-// zero-filled tail).
+// IsaKernels::panel_pair). Each row sums its columns in one chain, in the order the
+// ISA's many-token tiles do, so a token's outputs do not depend on the batch it is in;
+// the kStreams rows' chains are what hides the FMA latency. V holds an ISA's vector
+// helpers: kWidth floats per Vec, zero(), fma(a, b, acc), sum(v), and
+// weights<kType>(row, c, n) / activations(x, c, n) for the n <= kWidth elements at c
+// (fewer than kWidth: a zero-filled tail).
 template <typename V, GgmlType kType, int kStreams>
 void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const int64_t (&r)[kStreams]) {
   constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
-  constexpr int kChains = 4;                                  // hide FMA latency
-  constexpr int64_t kStep = V::kWidth * kChains;
   const int64_t cols = w.cols;
   const uint8_t* row[kStreams];
-  typename V::Vec acc[kStreams][kChains];
-#pragma GCC unroll 2
+  typename V::Vec acc[kStreams];
+#pragma GCC unroll 8
   for (int s = 0; s < kStreams; ++s) {
     row[s] = w.data + r[s] * w.row_bytes;
-#pragma GCC unroll 4
-    for (int u = 0; u < kChains; ++u) acc[s][u] = V::zero();
+    acc[s] = V::zero();
   }
   int64_t c = 0;
-  for (; c + kStep <= cols; c += kStep) {
-#pragma GCC unroll 2
-    for (int s = 0; s < kStreams; ++s) {
-#pragma GCC unroll 4
-      for (int u = 0; u < kChains; ++u)
-        acc[s][u] = V::fma(V::template weights<kType>(row[s], c + V::kWidth * u, V::kWidth),
-                           V::activations(x, c + V::kWidth * u, V::kWidth), acc[s][u]);
-#pragma GCC unroll 4
-      for (int64_t line = 0; line < kStep * kBytes; line += 64)
-        __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes + line, 0, 3);
-    }
+  for (; c + V::kWidth <= cols; c += V::kWidth) {
+    const typename V::Vec xv = V::activations(x, c, V::kWidth);
+#pragma GCC unroll 8
+    for (int s = 0; s < kStreams; ++s) acc[s] = V::fma(V::template weights<kType>(row[s], c, V::kWidth), xv, acc[s]);
+    if ((c * kBytes) % 64 == 0)
+#pragma GCC unroll 8
+      for (int s = 0; s < kStreams; ++s) __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes, 0, 3);
   }
-  for (; c < cols; c += V::kWidth) {
-    const int n = static_cast<int>(std::min<int64_t>(V::kWidth, cols - c));
-#pragma GCC unroll 2
-    for (int s = 0; s < kStreams; ++s)
-      acc[s][0] = V::fma(V::template weights<kType>(row[s], c, n), V::activations(x, c, n), acc[s][0]);
+  if (c < cols) {
+    const int n = static_cast<int>(cols - c);
+    const typename V::Vec xv = V::activations(x, c, n);
+#pragma GCC unroll 8
+    for (int s = 0; s < kStreams; ++s) acc[s] = V::fma(V::template weights<kType>(row[s], c, n), xv, acc[s]);
   }
-#pragma GCC unroll 2
-  for (int s = 0; s < kStreams; ++s)
-    y[r[s]] = V::sum(V::add(V::add(acc[s][0], acc[s][1]), V::add(acc[s][2], acc[s][3])));
+#pragma GCC unroll 8
+  for (int s = 0; s < kStreams; ++s) y[r[s]] = V::sum(acc[s]);
 }
 
+// Four rows from each half at a time: eight chains cover FMA latency x pipes.
 template <typename V, GgmlType kType>
 void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
   const int64_t half = (r1 - r0) / 2;
-  for (int64_t r = r0; r < r0 + half; ++r) float_gemv_streams<V, kType, 2>(w, x, y, {r, r + half});
+  int64_t r = r0;
+  for (; r + 4 <= r0 + half; r += 4)
+    float_gemv_streams<V, kType, 8>(w, x, y, {r, r + 1, r + 2, r + 3, r + half, r + half + 1, r + half + 2, r + half + 3});
+  for (; r < r0 + half; ++r) float_gemv_streams<V, kType, 2>(w, x, y, {r, r + half});
   if ((r1 - r0) % 2 != 0) float_gemv_streams<V, kType, 1>(w, x, y, {r1 - 1});
 }
 

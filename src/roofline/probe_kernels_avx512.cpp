@@ -44,7 +44,8 @@ double f32_fma(int64_t iterations) {
   return lane_sum<float>(s);
 }
 
-double bf16_dot(int64_t iterations) {
+// Called only where the CPU has AVX512_BF16 (compute_kernels_avx512 checks).
+[[gnu::target("avx512bf16")]] double bf16_dot(int64_t iterations) {
   __m512 acc[kChains];
   for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));

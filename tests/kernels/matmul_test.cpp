@@ -164,6 +164,32 @@ TEST_P(MatmulPaths, FloatTailsAndRowStride) {
   }
 }
 
+// A token's outputs are bit for bit those it gets alone, whatever else is in the batch:
+// a server's greedy output must not depend on which requests run alongside it.
+TEST_P(MatmulPaths, EachTokenGetsWhatItGetsAlone) {
+  auto [isa, type] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  test::ScopedIsa forced(isa);
+  ThreadPool pool(2);
+  const int64_t rows = 70, cols = 512, tokens = 21;  // full and partial tiles of every width
+  auto wf = gaussian(static_cast<size_t>(rows * cols), 5);
+  size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> wq(rb * rows);
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
+  WeightMatrix w{type, rows, cols, wq.data(), rb};
+  PackedWeights pw = pack_weights(w, &pool);
+  if (!pw.empty()) w.packed = &pw;
+  auto x = gaussian(static_cast<size_t>(tokens * cols), 6);
+  std::vector<float> together(static_cast<size_t>(rows * tokens));
+  matmul(w, x.data(), tokens, together.data(), pool);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    matmul(w, x.data() + t * cols, 1, alone.data(), pool);
+    for (int64_t r = 0; r < rows; ++r)
+      ASSERT_EQ(together[t * rows + r], alone[r]) << "token " << t << " row " << r;
+  }
+}
+
 // One token's quantized activations, contiguous (stride 1).
 struct Q8Buffers {
   explicit Q8Buffers(int64_t cols)
