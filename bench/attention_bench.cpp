@@ -22,7 +22,8 @@ struct Setup {
   KvCache kv;
   std::vector<std::vector<int32_t>> tables;
   ForwardBatch batch;
-  std::vector<float> q, out, scratch;
+  std::vector<float> q, out;
+  std::vector<AttentionBlock> scratch;
   double flops = 0;
 
   static ModelConfig tinyllama(int64_t layers) {

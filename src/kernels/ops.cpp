@@ -19,7 +19,7 @@ namespace ops_baseline {
 const OpsKernels& ops_kernels_baseline() {
   static constexpr OpsKernels k{ops_baseline::axpy, ops_baseline::rmsnorm,
                                 ops_baseline::silu_mul, ops_baseline::rope, ops_baseline::to_f16,
-                                ops_baseline::attend_keys};
+                                ops_baseline::attend};
   return k;
 }
 
@@ -50,9 +50,9 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().silu_mul(gate, up, n, out); }
 
-void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const uint16_t* kt, int64_t kt_stride,
-                 const uint16_t* v, int64_t v_stride, int64_t n, float* m, float* l, float* o) {
-  active().attend_keys(q, n_q, head_dim, kt, kt_stride, v, v_stride, n, m, l, o);
+void attend(const float* q, int64_t n_q, int64_t head_dim, float scale, const AttentionBlock* blocks, int64_t n_blocks,
+            int64_t kt_stride, int64_t v_stride, bool prefetch, float* out) {
+  active().attend(q, n_q, head_dim, scale, blocks, n_blocks, kt_stride, v_stride, prefetch, out);
 }
 
 void to_f16(const float* x, int64_t n, uint16_t* out, int64_t out_stride) { active().to_f16(x, n, out, out_stride); }

@@ -21,13 +21,23 @@ void rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, float freq_b
 // out[i * out_stride] = x[i] as an IEEE half, rounded as f32_to_f16 (quant/quantize.h) does.
 void to_f16(const float* x, int64_t n, uint16_t* out, int64_t out_stride = 1);
 
-// Attention's inner step (FlashAttention-style online softmax) over up to
-// kAttentionKeys keys shared by n_q query heads; keys and values are IEEE halves (the
-// KV cache's storage); see ops_impl.inc for the layout. model/attention.cpp drives it;
-// its test compares whole attention to a reference.
+// One KV block of one KV head: its keys transposed (kt[d * kt_stride + j], IEEE
+// halves, the KV cache's storage), its value rows (v[j * v_stride + d]); the first n
+// positions count.
+struct AttentionBlock {
+  const uint16_t* kt;
+  const uint16_t* v;
+  int64_t n;
+};
+
+// Attention of n_q query heads q[h * head_dim ..] that share one KV head, over the
+// positions of `blocks` in order: out = softmax(scale q.k) v per head, computed
+// FlashAttention-style (online softmax, kAttentionKeys keys at a time). `prefetch`:
+// the blocks are likely not in cache, so ask for each one a block ahead.
+// model/attention.cpp drives it; its test compares whole attention to a reference.
 constexpr int kAttentionKeys = 16;
-void attend_keys(const float* q, int64_t n_q, int64_t head_dim, const uint16_t* kt, int64_t kt_stride,
-                 const uint16_t* v, int64_t v_stride, int64_t n, float* m, float* l, float* o);
+void attend(const float* q, int64_t n_q, int64_t head_dim, float scale, const AttentionBlock* blocks, int64_t n_blocks,
+            int64_t kt_stride, int64_t v_stride, bool prefetch, float* out);
 
 void axpy_reference(float a, const float* x, float* y, int64_t n);
 void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);

@@ -18,7 +18,7 @@ namespace ops_avx2 {
 const OpsKernels& ops_kernels_avx2() {
   static constexpr OpsKernels k{ops_avx2::axpy, ops_avx2::rmsnorm,
                                 ops_avx2::silu_mul, ops_avx2::rope, ops_avx2::to_f16,
-                                ops_avx2::attend_keys};
+                                ops_avx2::attend};
   return k;
 }
 

@@ -23,7 +23,7 @@ namespace ops_avx512 {
 const OpsKernels& ops_kernels_avx512() {
   static constexpr OpsKernels k{ops_avx512::axpy, ops_avx512::rmsnorm,
                                 ops_avx512::silu_mul, ops_avx512::rope, ops_avx512::to_f16,
-                                ops_avx512::attend_keys};
+                                ops_avx512::attend};
   return k;
 }
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "kernels/ops.h"
 #include "model/forward_batch.h"
 #include "model/kv_cache.h"
 
@@ -19,8 +20,8 @@ struct AttentionShape {
 
 // q: [rows][n_heads * head_dim]; out: same layout. Row r attends to positions
 // 0..batch.positions[r] of its sequence, whose K/V must already be in `kv`.
-// `scratch` is grown to what the threads need.
+// `scratch` (the block lists of the rows being attended) is grown to what the threads need.
 void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int64_t layer,
-               const AttentionShape& shape, float* out, std::vector<float>& scratch, ThreadPool& pool);
+               const AttentionShape& shape, float* out, std::vector<AttentionBlock>& scratch, ThreadPool& pool);
 
 }  // namespace tps

@@ -48,7 +48,7 @@ class Transformer final : public Model {
   // Scratch activations, [rows][width] each, grown on demand and reused across calls.
   int64_t scratch_rows_ = 0;
   std::vector<float> x_, xn_, q_, k_, v_, att_, proj_, gate_, up_;
-  std::vector<float> attention_scratch_;
+  std::vector<AttentionBlock> attention_scratch_;
 };
 
 }  // namespace tps

@@ -63,7 +63,7 @@ TEST_P(Attention, MatchesDirectSoftmaxOverEveryPosition) {
   const int64_t rows = static_cast<int64_t>(batch.size());
   std::vector<float> q(rows * q_dim), out(rows * q_dim);
   for (auto& x : q) x = 2.0f * dist(rng);  // peaked softmaxes too
-  std::vector<float> scratch;
+  std::vector<AttentionBlock> scratch;
   ThreadPool pool(2);
   attention(q.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, out.data(), scratch, pool);
 
@@ -97,6 +97,8 @@ INSTANTIATE_TEST_SUITE_P(
     AllPaths, Attention,
     testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512),
                      testing::Values(Case{8, 2, 64, 16},    // GQA, llama shapes
+                                     Case{32, 4, 64, 16},   // TinyLlama: groups of 8 heads
+                                     Case{13, 1, 48, 16},   // 8 + 4 + 1 heads, head_dim off 32
                                      Case{4, 4, 18, 16},    // MHA, head_dim off the 4-wide unroll
                                      Case{6, 3, 32, 5},     // blocks shorter than a key row
                                      Case{2, 1, 16, 40})),  // blocks longer than a key row
