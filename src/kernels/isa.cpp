@@ -37,28 +37,28 @@ bool detect_amx() {
 #endif
 }
 
-bool detect(Isa isa) {
+CpuFeatures read_features() {
+  CpuFeatures f;
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");  // F16C came before either
-  bool avx512 = avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                __builtin_cpu_supports("avx512vnni");
-  switch (isa) {
-    case Isa::kScalar: return true;
-    case Isa::kAvx2: return avx2;
-    case Isa::kAvxVnni: return avx2 && cpu_has_avx_vnni();
-    case Isa::kAvx512: return avx512;
-    case Isa::kAmx: return avx512 && detect_amx();
-  }
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512dq = __builtin_cpu_supports("avx512dq");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx_vnni = cpu_has_avx_vnni();
+  f.amx = detect_amx();
 #endif
-  return isa == Isa::kScalar;
+  return f;
 }
 
 struct Support {
   bool flags[kIsaCount];
   Support() {
-    for (int i = 0; i < kIsaCount; ++i) flags[i] = detect(static_cast<Isa>(i));
+    const CpuFeatures f = read_features();
+    for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
   }
 };
 
@@ -103,6 +103,20 @@ const char* isa_name(Isa isa) {
     case Isa::kAmx: return "amx";
   }
   return "?";
+}
+
+bool isa_runs_on(Isa isa, const CpuFeatures& f) {
+  const bool avx2 = f.avx2 && f.fma;  // F16C came before either
+  // No BF16: the AVX-512 kernels do not use it, and Ice Lake and Cascade Lake lack it.
+  const bool avx512 = avx2 && f.avx512f && f.avx512bw && f.avx512vl && f.avx512dq && f.avx512vnni;
+  switch (isa) {
+    case Isa::kScalar: return true;
+    case Isa::kAvx2: return avx2;
+    case Isa::kAvxVnni: return avx2 && f.avx_vnni;
+    case Isa::kAvx512: return avx512;
+    case Isa::kAmx: return avx512 && f.amx;
+  }
+  return false;
 }
 
 bool cpu_supports(Isa isa) { return support().flags[static_cast<int>(isa)]; }

@@ -285,5 +285,37 @@ TEST(Isa, ScalarAlwaysSupportedAndNamesAreStable) {
   }
 }
 
+// Each path asks for what its kernels use and no more: an Ice Lake server (AVX-512 VNNI
+// without BF16) once fell back to AVX2.
+TEST(Isa, EachPathNeedsWhatItsKernelsUseAndNoMore) {
+  CpuFeatures haswell;
+  haswell.avx2 = haswell.fma = true;
+  CpuFeatures alder_lake = haswell;
+  alder_lake.avx_vnni = true;
+  CpuFeatures skylake_x = haswell;
+  skylake_x.avx512f = skylake_x.avx512bw = skylake_x.avx512vl = skylake_x.avx512dq = true;
+  CpuFeatures ice_lake = skylake_x;
+  ice_lake.avx512vnni = true;
+  CpuFeatures sapphire_rapids = ice_lake;
+  sapphire_rapids.avx_vnni = sapphire_rapids.amx = true;
+  CpuFeatures no_fma = haswell;
+  no_fma.fma = false;
+
+  auto best = [](const CpuFeatures& f) {
+    Isa b = Isa::kScalar;
+    for (int i = 0; i < kIsaCount; ++i)
+      if (isa_runs_on(static_cast<Isa>(i), f)) b = static_cast<Isa>(i);
+    return b;
+  };
+  EXPECT_EQ(best(CpuFeatures{}), Isa::kScalar);
+  EXPECT_EQ(best(no_fma), Isa::kScalar);
+  EXPECT_EQ(best(haswell), Isa::kAvx2);
+  EXPECT_EQ(best(alder_lake), Isa::kAvxVnni);
+  EXPECT_EQ(best(skylake_x), Isa::kAvx2);  // no VNNI: the integer kernels need it
+  EXPECT_EQ(best(ice_lake), Isa::kAvx512);
+  EXPECT_FALSE(isa_runs_on(Isa::kAvxVnni, ice_lake));
+  EXPECT_EQ(best(sapphire_rapids), Isa::kAmx);
+}
+
 }  // namespace
 }  // namespace tps
