@@ -7,58 +7,31 @@
 #include "core/error.h"
 #include "kernels/matmul.h"
 
-#if defined(__x86_64__)
-#include <cpuid.h>
-#if defined(__linux__)
+#if defined(__x86_64__) && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
-#endif
 #endif
 
 namespace tps {
 
 namespace {
 
-bool detect_amx() {
-#if defined(__x86_64__)
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24, kAmxInt8 = 1u << 25;
-  if ((d & (kAmxBf16 | kAmxTile | kAmxInt8)) != (kAmxBf16 | kAmxTile | kAmxInt8)) return false;
-#if defined(__linux__)
-  // Linux hands out the 8 KiB tile state only to processes that ask for it.
+// Linux hands out the 8 KiB AMX tile state only to processes that ask for it.
+bool os_grants_amx() {
+#if defined(__x86_64__) && defined(__linux__)
   constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
   return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
 #else
   return false;
 #endif
-#else
-  return false;
-#endif
-}
-
-CpuFeatures read_features() {
-  CpuFeatures f;
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  f.avx2 = __builtin_cpu_supports("avx2");
-  f.fma = __builtin_cpu_supports("fma");
-  f.avx512f = __builtin_cpu_supports("avx512f");
-  f.avx512bw = __builtin_cpu_supports("avx512bw");
-  f.avx512vl = __builtin_cpu_supports("avx512vl");
-  f.avx512dq = __builtin_cpu_supports("avx512dq");
-  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
-  f.avx_vnni = cpu_has_avx_vnni();
-  f.amx = detect_amx();
-#endif
-  return f;
 }
 
 struct Support {
   bool flags[kIsaCount];
   Support() {
-    const CpuFeatures f = read_features();
+    const CpuFeatures f = read_cpu_features();
     for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
+    flags[static_cast<int>(Isa::kAmx)] = flags[static_cast<int>(Isa::kAmx)] && os_grants_amx();
   }
 };
 
@@ -114,7 +87,7 @@ bool isa_runs_on(Isa isa, const CpuFeatures& f) {
     case Isa::kAvx2: return avx2;
     case Isa::kAvxVnni: return avx2 && f.avx_vnni;
     case Isa::kAvx512: return avx512;
-    case Isa::kAmx: return avx512 && f.amx;
+    case Isa::kAmx: return avx512 && f.amx_tile && f.amx_int8 && f.amx_bf16;
   }
   return false;
 }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/thread_pool.h"
+#include "core/cpu_features.h"
 #include "quant/ggml_type.h"
 
 namespace tps {
@@ -20,13 +21,8 @@ const char* isa_name(Isa isa);
 // The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx_vnni|avx512|amx caps it.
 Isa active_isa();
 bool cpu_supports(Isa isa);
-
-// The CPU features the kernel paths need (AMX: with the OS's permission for its state).
-struct CpuFeatures {
-  bool avx2 = false, fma = false, avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false,
-       avx512vnni = false, avx_vnni = false, amx = false;
-};
-// Whether a CPU with features f runs the kernels of `isa` (cpu_supports asks it of this CPU).
+// Whether a CPU with features f runs the kernels of `isa` (cpu_supports asks it of this
+// CPU, and for AMX also the OS's grant of the tile state).
 bool isa_runs_on(Isa isa, const CpuFeatures& f);
 // Forces a path (tests and comparisons); must be supported by the CPU.
 void set_active_isa(Isa isa);

@@ -79,12 +79,6 @@ void caches_from_sysconf(CpuInfo& info) {
   info.l3_bytes = std::max<long>(0, sysconf(_SC_LEVEL3_CACHE_SIZE));
 }
 
-bool amx_bit(int bit) {
-  unsigned a, b, c, d;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  return (d >> bit) & 1u;
-}
-
 }  // namespace
 
 CpuInfo detect_cpu() {
@@ -92,16 +86,14 @@ CpuInfo detect_cpu() {
   info.model = brand_string();
   info.vendor = vendor_string();
   info.logical_cpus = ThreadPool::default_threads();
-  __builtin_cpu_init();
-  info.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  info.avx_vnni = info.avx2 && cpu_has_avx_vnni();
-  info.avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                __builtin_cpu_supports("avx512vl");
-  info.avx512_vnni = info.avx512 && __builtin_cpu_supports("avx512vnni");
-  info.avx512_bf16 = info.avx512 && __builtin_cpu_supports("avx512bf16");
-  bool amx_tile = amx_bit(24);
-  info.amx_int8 = amx_tile && amx_bit(25);
-  info.amx_bf16 = amx_tile && amx_bit(22);
+  const CpuFeatures f = read_cpu_features();
+  info.avx2 = f.avx2 && f.fma;
+  info.avx_vnni = info.avx2 && f.avx_vnni;
+  info.avx512 = f.avx512f && f.avx512bw && f.avx512vl;
+  info.avx512_vnni = info.avx512 && f.avx512vnni;
+  info.avx512_bf16 = info.avx512 && f.avx512bf16;
+  info.amx_int8 = f.amx_tile && f.amx_int8;
+  info.amx_bf16 = f.amx_tile && f.amx_bf16;
   if (info.avx2) info.isa.push_back("avx2");
   if (info.avx_vnni) info.isa.push_back("avx_vnni");
   if (info.avx512) info.isa.push_back("avx512");

@@ -297,7 +297,8 @@ TEST(Isa, EachPathNeedsWhatItsKernelsUseAndNoMore) {
   CpuFeatures ice_lake = skylake_x;
   ice_lake.avx512vnni = true;
   CpuFeatures sapphire_rapids = ice_lake;
-  sapphire_rapids.avx_vnni = sapphire_rapids.amx = true;
+  sapphire_rapids.avx512bf16 = sapphire_rapids.avx_vnni = true;
+  sapphire_rapids.amx_tile = sapphire_rapids.amx_int8 = sapphire_rapids.amx_bf16 = true;
   CpuFeatures no_fma = haswell;
   no_fma.fma = false;
 
