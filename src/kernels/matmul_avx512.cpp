@@ -118,9 +118,8 @@ void panel_tile(const uint8_t* const (&panels)[P], const Q8Activations& a, int64
         }
       }
       // Codes pb, scales ps (some blocks hold their scales first).
-      const bool scales_first = PanelLayout::scales_first(kBlockBytes, b);
-      const uint8_t* pb = panel[p] + (scales_first ? 32 : 0);
-      const uint8_t* ps = panel[p] + (scales_first ? 0 : kCodeBytes);
+      const uint8_t* pb = panel[p] + PanelLayout::code_offset(kBlockBytes, b);
+      const uint8_t* ps = panel[p] + PanelLayout::scale_offset(kBlockBytes, kCodeBytes, b);
       __m512i w[kGroups];
       if constexpr (kBits == 4) {
 #pragma GCC unroll 4

@@ -50,9 +50,16 @@ struct PanelLayout {
   static constexpr bool scales_first(size_t bytes_per_block, int64_t b) {
     return bytes_per_block % 64 == 32 && b % 2 == 1;
   }
-  bool scales_first(int64_t b) const { return scales_first(block_bytes(), b); }
-  size_t code_offset(int64_t b) const { return scales_first(b) ? 32 : 0; }
-  size_t scale_offset(int64_t b) const { return scales_first(b) ? 0 : code_bytes(); }
+  // Where block b's codes and scales start within it; the kernels, which know their
+  // layout's sizes at compile time, call the static forms.
+  static constexpr size_t code_offset(size_t bytes_per_block, int64_t b) {
+    return scales_first(bytes_per_block, b) ? 32 : 0;
+  }
+  static constexpr size_t scale_offset(size_t bytes_per_block, size_t code_bytes, int64_t b) {
+    return scales_first(bytes_per_block, b) ? 0 : code_bytes;
+  }
+  size_t code_offset(int64_t b) const { return code_offset(block_bytes(), b); }
+  size_t scale_offset(int64_t b) const { return scale_offset(block_bytes(), code_bytes(), b); }
   // One panel of 16 rows of `cols` elements, a whole number of cache lines.
   size_t group_bytes(int64_t cols) const {
     auto blocks = static_cast<size_t>(cols / block);
