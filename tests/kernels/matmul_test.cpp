@@ -30,6 +30,25 @@ std::vector<float> gaussian(size_t n, uint32_t seed) {
   return v;
 }
 
+// Gaussian weights of `type`, packed as the model loader packs them.
+struct Matrix {
+  std::vector<uint8_t> data;
+  WeightMatrix w;
+  PackedWeights packed;
+};
+
+std::unique_ptr<Matrix> random_matrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed, ThreadPool& pool) {
+  auto m = std::make_unique<Matrix>();
+  auto wf = gaussian(static_cast<size_t>(rows * cols), seed);
+  size_t rb = row_bytes(type, cols);
+  m->data.resize(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, m->data.data() + r * rb, cols);
+  m->w = WeightMatrix{type, rows, cols, m->data.data(), rb};
+  m->packed = pack_weights(m->w, &pool);
+  if (!m->packed.empty()) m->w.packed = &m->packed;
+  return m;
+}
+
 // Paths that quantize activations to 8 bits (or round them to bf16) differ from the
 // float reference by that rounding; float paths only by summation order.
 double tolerance(Isa isa, GgmlType t) {
@@ -106,22 +125,7 @@ TEST_P(MatmulPaths, PartsMatchSeparateProducts) {
   test::ScopedIsa forced(isa);
   ThreadPool pool(2);
   const int64_t cols = 256;
-  struct Matrix {
-    std::vector<uint8_t> data;
-    WeightMatrix w;
-    PackedWeights packed;
-  };
-  auto make = [&](GgmlType t, int64_t rows, uint32_t seed) {
-    auto m = std::make_unique<Matrix>();
-    auto wf = gaussian(static_cast<size_t>(rows * cols), seed);
-    size_t rb = row_bytes(t, cols);
-    m->data.resize(rb * static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) quantize_row(t, wf.data() + r * cols, m->data.data() + r * rb, cols);
-    m->w = WeightMatrix{t, rows, cols, m->data.data(), rb};
-    m->packed = pack_weights(m->w, &pool);
-    if (!m->packed.empty()) m->w.packed = &m->packed;
-    return m;
-  };
+  auto make = [&](GgmlType t, int64_t rows, uint32_t seed) { return random_matrix(t, rows, cols, seed, pool); };
   const GgmlType other = type == GgmlType::kF16 ? GgmlType::kQ8_0 : GgmlType::kF16;
   for (GgmlType third : {type, other}) {
     auto a = make(type, 40, 1), b = make(type, 16, 2), c = make(third, 24, 3);
@@ -172,13 +176,8 @@ TEST_P(MatmulPaths, EachTokenGetsWhatItGetsAlone) {
   test::ScopedIsa forced(isa);
   ThreadPool pool(2);
   const int64_t rows = 70, cols = 512, tokens = 21;  // full and partial tiles of every width
-  auto wf = gaussian(static_cast<size_t>(rows * cols), 5);
-  size_t rb = row_bytes(type, cols);
-  std::vector<uint8_t> wq(rb * rows);
-  for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, wq.data() + r * rb, cols);
-  WeightMatrix w{type, rows, cols, wq.data(), rb};
-  PackedWeights pw = pack_weights(w, &pool);
-  if (!pw.empty()) w.packed = &pw;
+  const auto m = random_matrix(type, rows, cols, 5, pool);
+  const WeightMatrix& w = m->w;
   auto x = gaussian(static_cast<size_t>(tokens * cols), 6);
   std::vector<float> together(static_cast<size_t>(rows * tokens));
   matmul(w, x.data(), tokens, together.data(), pool);
