@@ -52,8 +52,8 @@ T* scratch(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
-// The matrices of one matmul_parts() call as one sequence of work units (16-row panels,
-// or 8-row float tiles), which threads share in one parallel region.
+// The matrices of one matmul_parts() call as one sequence of work units (16-row panels),
+// which threads share in one parallel region.
 class PartUnits {
  public:
   struct Part {
@@ -62,15 +62,14 @@ class PartUnits {
     int64_t first_unit;
   };
 
-  PartUnits(std::initializer_list<MatmulPart> parts, int64_t unit_rows) : unit_rows_(unit_rows) {
+  explicit PartUnits(std::initializer_list<MatmulPart> parts) {
     for (const MatmulPart& p : parts) {
       parts_[n_] = {with_row_bytes(*p.w), p.y, total_};
-      total_ += (p.w->rows + unit_rows - 1) / unit_rows;
+      total_ += (p.w->rows + kPanelRows - 1) / kPanelRows;
       ++n_;
     }
   }
   int64_t total() const { return total_; }
-  int64_t unit_rows() const { return unit_rows_; }
   const WeightMatrix& first() const { return parts_[0].w; }
 
   // fn(part, first unit, end unit) for each part's share of units [u0, u1).
@@ -88,7 +87,6 @@ class PartUnits {
   std::array<Part, kMaxMatmulParts> parts_{};
   size_t n_ = 0;
   int64_t total_ = 0;
-  int64_t unit_rows_;
 };
 
 void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens, ThreadPool& pool) {
@@ -161,6 +159,60 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   });
 }
 
+// Float weights: token groups interleaved once (InterleavedTokens), then 16-row panels
+// shared out as in matmul_panels: stretches that fit in L2 meet every group in turn,
+// two panels at a time (a stretch's two halves side by side: two memory streams); one
+// group of tokens needs no stretches. Unpacked weights are packed stretch by stretch.
+void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens,
+                         ThreadPool& pool) {
+  constexpr int64_t kGroup = InterleavedTokens::kFloatGroup;
+  const WeightMatrix& w0 = units.first();
+  const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup;
+  const float* xt = x;  // one token is its own interleaving
+  if (n_tokens > 1) {
+    thread_local std::vector<float> xt_buffer;
+    float* out = scratch(xt_buffer, static_cast<size_t>(n_tokens * cols));
+    pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t t0 = g * kGroup, n = std::min(kGroup, n_tokens - t0);
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t j = 0; j < n; ++j) out[t0 * cols + c * n + j] = x[(t0 + j) * cols + c];
+      }
+    });
+    xt = out;
+  }
+  const bool packed = w0.packed != nullptr;
+  const size_t panel_bytes = float_panel_bytes(w0.type, cols);
+  const int64_t stretch =
+      n_tokens > kGroup || !packed ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes)) : units.total();
+  pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
+    thread_local std::vector<uint8_t> panel_buffer;
+    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
+      units.split(s0, std::min(u1, s0 + stretch), [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+        const uint8_t* first = nullptr;  // panel g0, the others after it
+        if (packed) {
+          first = p.w.packed->group(g0);
+        } else {
+          uint8_t* buf = scratch(panel_buffer, static_cast<size_t>(g1 - g0) * panel_bytes);
+          for (int64_t g = g0; g < g1; ++g) pack_panel(p.w, g, buf + static_cast<size_t>(g - g0) * panel_bytes);
+          first = buf;
+        }
+        auto panel = [&](int64_t g) { return first + static_cast<size_t>(g - g0) * panel_bytes; };
+        const int64_t half = (g1 - g0) / 2;
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += kGroup) {
+          const int64_t n = std::min(kGroup, n_tokens - t0);
+          const InterleavedTokens a{xt + t0 * cols, n, n, t0};
+          for (int64_t g = g0; g < g0 + half; ++g)
+            k.float_panels(p.w.type, panel(g), panel(g + half), cols, a, p.y, p.w.rows, g * kPanelRows,
+                           (g + half) * kPanelRows);
+          if ((g1 - g0) % 2 != 0)
+            k.float_panels(p.w.type, panel(g1 - 1), nullptr, cols, a, p.y, p.w.rows, (g1 - 1) * kPanelRows, 0);
+        }
+      });
+    }
+  });
+}
+
 // Parts can share a region when one kernel serves them all with the same activations.
 bool can_share_region(std::initializer_list<MatmulPart> parts) {
   const WeightMatrix& w0 = *parts.begin()->w;
@@ -186,16 +238,9 @@ void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64
       else matmul_parts({p}, x, n_tokens, pool);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
-    matmul_panels(*k, PartUnits(parts, kPanelRows), x, n_tokens, pool);
+    matmul_panels(*k, PartUnits(parts), x, n_tokens, pool);
   } else {
-    // Units are whole 8-row kernel tiles.
-    PartUnits units(parts, 8);
-    const int64_t tile = units.unit_rows();
-    pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
-      units.split(u0, u1, [&](const PartUnits::Part& p, int64_t b, int64_t e) {
-        k->float_rows(p.w, x, n_tokens, p.y, b * tile, std::min(p.w.rows, e * tile));
-      });
-    });
+    matmul_float_panels(*k, PartUnits(parts), x, n_tokens, pool);
   }
 }
 

@@ -255,115 +255,30 @@ void panel_pair(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout&
   });
 }
 
-// 16 consecutive weights of a float-type row as f32; `mask` selects a tail.
-template <GgmlType kType>
-inline __m512 load_weights(const uint8_t* row, int64_t c, __mmask16 mask) {
-  if constexpr (kType == GgmlType::kF32) {
-    return _mm512_maskz_loadu_ps(mask, reinterpret_cast<const float*>(row) + c);
-  } else if constexpr (kType == GgmlType::kF16) {
-    return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + c));
-  } else {  // BF16: the top half of an f32
-    __m256i h = _mm256_maskz_loadu_epi16(mask, reinterpret_cast<const uint16_t*>(row) + c);
-    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-  }
-}
-
-// One 16-column step of an R x T tile.
-template <GgmlType kType, int R, int T>
-[[gnu::always_inline]] inline void float_step(__m512 (&acc)[R][T], const uint8_t* const (&rows)[R],
-                                              const float* const (&xs)[T], int64_t c, __mmask16 mask) {
-  __m512 wv[R];
-  #pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) wv[i] = load_weights<kType>(rows[i], c, mask);
-  #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) {
-    __m512 xv = _mm512_maskz_loadu_ps(mask, xs[t] + c);
-    #pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) acc[i][t] = _mm512_fmadd_ps(wv[i], xv, acc[i][t]);
-  }
-}
-
-// R rows x T tokens; each weight vector is converted once and used by T tokens.
-template <GgmlType kType, int R, int T>
-void float_tile(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0) {
-  const int64_t cols = w.cols;
-  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
-  const uint8_t* rows[R];
-  const float* xs[T];
-  #pragma GCC unroll 8
-  for (int i = 0; i < R; ++i) rows[i] = w.data + (r + i) * w.row_bytes;
-  #pragma GCC unroll 8
-  for (int t = 0; t < T; ++t) xs[t] = x + (t0 + t) * cols;
-  __m512 acc[R][T];
-  #pragma GCC unroll 8
-  for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[i][t] = _mm512_setzero_ps();
-  // One loop with the tail mask computed in it keeps acc in registers.
-  for (int64_t c = 0; c < cols; c += 16) {
-    __mmask16 mask = c + 16 <= cols ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << (cols - c)) - 1);
-    float_step<kType, R, T>(acc, rows, xs, c, mask);
-    // R rows stream at once; the hardware prefetcher alone leaves bandwidth unused
-    // (measured: F16 GEMV 1.5x faster with this).
-#pragma GCC unroll 8
-    for (int i = 0; i < R; ++i) _mm_prefetch(reinterpret_cast<const char*>(rows[i]) + c * kBytes + 512, _MM_HINT_T0);
-  }
-  #pragma GCC unroll 8
-  for (int i = 0; i < R; ++i)
-    #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) y[(t0 + t) * w.rows + r + i] = _mm512_reduce_add_ps(acc[i][t]);
-}
-
-template <GgmlType kType, int R>
-void float_tile_tokens(const WeightMatrix& w, const float* x, float* y, int64_t r, int64_t t0, int64_t t1) {
-  constexpr int kTile = 6;
-  int64_t t = t0;
-  for (; t + kTile <= t1; t += kTile) float_tile<kType, R, kTile>(w, x, y, r, t);
-  switch (t1 - t) {
-    case 0: break;
-    case 1: float_tile<kType, R, 1>(w, x, y, r, t); break;
-    case 2: float_tile<kType, R, 2>(w, x, y, r, t); break;
-    case 3: float_tile<kType, R, 3>(w, x, y, r, t); break;
-    case 4: float_tile<kType, R, 4>(w, x, y, r, t); break;
-    default: float_tile<kType, R, 5>(w, x, y, r, t); break;
-  }
-}
-
-// The vector helpers float_gemv_rows (matmul_kernels.h) needs, 16 floats wide.
-struct Vec512 {
+// The vector helpers float_panels (matmul_kernels.h) needs, 16 floats wide. Two panels
+// take 12 tokens: 24 accumulators, 2 weight vectors, and broadcasts that the FMAs read
+// from memory, of 32 registers.
+struct FloatVec512 {
   using Vec = __m512;
-  static constexpr int kWidth = 16;
+  static constexpr int kWidth = 16, kPairTokens = 12, kTileTokens = 12;
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec fma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
-  static float sum(Vec v) { return _mm512_reduce_add_ps(v); }
-  static __mmask16 first(int n) { return static_cast<__mmask16>((1u << n) - 1); }
+  static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
   template <GgmlType kType>
-  static Vec weights(const uint8_t* row, int64_t c, int n) { return load_weights<kType>(row, c, first(n)); }
-  static Vec activations(const float* x, int64_t c, int n) { return _mm512_maskz_loadu_ps(first(n), x + c); }
+  static Vec weights(const uint8_t* p) {
+    if constexpr (kType == GgmlType::kF32) {
+      return _mm512_loadu_ps(p);
+    } else if constexpr (kType == GgmlType::kF16) {
+      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    } else {  // BF16: the top half of an f32
+      __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+    }
+  }
+  static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-// Tokens go in chunks whose activations fit in L2 while the rows stream past.
-template <GgmlType kType>
-void float_rows_typed(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
-  if (n_tokens == 1) return float_gemv_rows<Vec512, kType>(w, x, y, r0, r1);
-  constexpr int64_t kChunk = 36;
-  for (int64_t t0 = 0; t0 < n_tokens; t0 += kChunk) {
-    int64_t t1 = std::min(n_tokens, t0 + kChunk);
-    int64_t r = r0;
-    for (; r + 4 <= r1; r += 4) float_tile_tokens<kType, 4>(w, x, y, r, t0, t1);
-    for (; r < r1; ++r) float_tile_tokens<kType, 1>(w, x, y, r, t0, t1);
-  }
-}
-
-void float_rows(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1) {
-  switch (w.type) {
-    case GgmlType::kF32: float_rows_typed<GgmlType::kF32>(w, x, n_tokens, y, r0, r1); return;
-    case GgmlType::kF16: float_rows_typed<GgmlType::kF16>(w, x, n_tokens, y, r0, r1); return;
-    default: float_rows_typed<GgmlType::kBF16>(w, x, n_tokens, y, r0, r1); return;
-  }
-}
-
-constexpr IsaKernels kKernels{quantize_activations, panel, panel_pair, float_rows};
+constexpr IsaKernels kKernels{quantize_activations, panel, panel_pair, float_panels<FloatVec512>};
 
 }  // namespace
 

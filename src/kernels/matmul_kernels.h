@@ -4,6 +4,8 @@
 // kernels of the chosen ISA; the scalar path is the plain dequantize-and-dot loop.
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/matmul.h"
 #include "kernels/packed_weights.h"
@@ -49,6 +51,15 @@ struct Q8Activations {
   }
 };
 
+// A group of at most kFloatGroup tokens' activations, interleaved for the float-weight
+// tiles: token t0 + j's element k at x[k * stride + j], for j < n (a tile broadcasts
+// each token's element from one pointer at fixed offsets).
+struct InterleavedTokens {
+  static constexpr int64_t kFloatGroup = 12;
+  const float* x;
+  int64_t stride, n, t0;
+};
+
 // The most tokens IsaKernels::panel_pair takes: its tile keeps T x 2 accumulators.
 constexpr int64_t kMaxPairTokens = 4;
 
@@ -64,61 +75,116 @@ struct IsaKernels {
   // decode streams faster. nullptr where an ISA's kernels do not have it.
   void (*panel_pair)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
                      int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1);
-  // Float weights (F32, F16, BF16): output rows [r0, r1) for every token.
-  void (*float_rows)(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, int64_t r0, int64_t r1);
+  // Float weights (F32, F16, BF16): the tokens of a through one or two 16-row panels
+  // (panel1 may be nullptr) of a matrix of `cols` columns, into rows r0.. and r1..
+  void (*float_panels)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
+                       const InterleavedTokens& a, float* y, int64_t rows, int64_t r0, int64_t r1);
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.
 constexpr size_t kPrefetchBytes = 4096;
 
-// One token (decode) through float-type weights, the same for every vector width. Each
-// thread reads two sequential streams, its rows' two halves side by side: rows of one
-// stream are contiguous, and two streams keep more reads in flight than one (as
-// IsaKernels::panel_pair). Each row sums its columns in one chain, in the order the
-// ISA's many-token tiles do, so a token's outputs do not depend on the batch it is in;
-// the kStreams rows' chains are what hides the FMA latency. V holds an ISA's vector
-// helpers: kWidth floats per Vec, zero(), fma(a, b, acc), sum(v), and
-// weights<kType>(row, c, n) / activations(x, c, n) for the n <= kWidth elements at c
-// (fewer than kWidth: a zero-filled tail).
-template <typename V, GgmlType kType, int kStreams>
-void float_gemv_streams(const WeightMatrix& w, const float* x, float* y, const int64_t (&r)[kStreams]) {
-  constexpr int64_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
-  const int64_t cols = w.cols;
-  const uint8_t* row[kStreams];
-  typename V::Vec acc[kStreams];
-#pragma GCC unroll 8
-  for (int s = 0; s < kStreams; ++s) {
-    row[s] = w.data + r[s] * w.row_bytes;
-    acc[s] = V::zero();
+// One column of float_panel_tile: each panel's 16 weights at column k times each
+// token's activation (xk: the tile's first token's, the others follow).
+template <typename V, GgmlType kType, int P, int T>
+[[gnu::always_inline]] inline void float_panel_step(typename V::Vec (&acc)[P][kPanelRows / V::kWidth][T],
+                                                    const uint8_t* const (&panel)[P], const float* xk, int64_t k) {
+  constexpr int kVecs = kPanelRows / V::kWidth;
+  constexpr size_t kBytes = kType == GgmlType::kF32 ? 4 : 2;  // per weight
+  typename V::Vec w[P][kVecs];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) w[p][v] = V::template weights<kType>(panel[p] + (k * kPanelRows + v * V::kWidth) * kBytes);
+#pragma GCC unroll 16
+  for (int t = 0; t < T; ++t) {
+    const typename V::Vec x = V::broadcast(xk + t);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+#pragma GCC unroll 2
+      for (int v = 0; v < kVecs; ++v) acc[p][v][t] = V::fma(w[p][v], x, acc[p][v][t]);
   }
-  int64_t c = 0;
-  for (; c + V::kWidth <= cols; c += V::kWidth) {
-    const typename V::Vec xv = V::activations(x, c, V::kWidth);
-#pragma GCC unroll 8
-    for (int s = 0; s < kStreams; ++s) acc[s] = V::fma(V::template weights<kType>(row[s], c, V::kWidth), xv, acc[s]);
-    if ((c * kBytes) % 64 == 0)
-#pragma GCC unroll 8
-      for (int s = 0; s < kStreams; ++s) __builtin_prefetch(row[s] + c * kBytes + kPrefetchBytes, 0, 3);
-  }
-  if (c < cols) {
-    const int n = static_cast<int>(cols - c);
-    const typename V::Vec xv = V::activations(x, c, n);
-#pragma GCC unroll 8
-    for (int s = 0; s < kStreams; ++s) acc[s] = V::fma(V::template weights<kType>(row[s], c, n), xv, acc[s]);
-  }
-#pragma GCC unroll 8
-  for (int s = 0; s < kStreams; ++s) y[r[s]] = V::sum(acc[s]);
 }
 
-// Four rows from each half at a time: eight chains cover FMA latency x pipes.
+// Float weights through P 16-row panels (packed_weights.h) for tokens t0 .. t0 + T - 1
+// of a.  Per column, each panel's 16 weights are loaded (and widened) once and multiplied
+// by every token's broadcast activation: an outer product, so no sum is horizontal.
+// Each row's sum is one chain over the columns in order whatever T and P are, so a
+// token's outputs do not depend on the batch it is in. V holds an ISA's vector helpers:
+// kWidth floats per Vec, zero(), fma(a, b, acc), broadcast(p), weights<kType>(p) for
+// the kWidth panel elements at p, and store(y, v, n) of the first n lanes.
+template <typename V, GgmlType kType, int P, int T>
+void float_panel_tile(const uint8_t* const (&panel)[P], int64_t cols, const InterleavedTokens& a, int64_t j0, float* y,
+                      int64_t rows, const int64_t (&r0)[P]) {
+  constexpr int kVecs = kPanelRows / V::kWidth;
+  constexpr int64_t kColsPerLine = 64 / (kPanelRows * (kType == GgmlType::kF32 ? 4 : 2));
+  typename V::Vec acc[P][kVecs][T];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v)
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t) acc[p][v][t] = V::zero();
+  const float* x = a.x + j0;
+  int64_t k = 0;
+  for (; k + kColsPerLine <= cols; k += kColsPerLine) {
+    // Panels stream from memory while the tile computes (the hardware prefetcher alone
+    // leaves bandwidth unused): prefetch well ahead.
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) __builtin_prefetch(panel[p] + k * 64 / kColsPerLine + kPrefetchBytes, 0, 3);
+#pragma GCC unroll 2
+    for (int64_t u = 0; u < kColsPerLine; ++u) float_panel_step<V, kType, P, T>(acc, panel, x + (k + u) * a.stride, k + u);
+  }
+  for (; k < cols; ++k) float_panel_step<V, kType, P, T>(acc, panel, x + k * a.stride, k);
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p)
+#pragma GCC unroll 2
+    for (int v = 0; v < kVecs; ++v) {
+      const int64_t n = std::min<int64_t>(V::kWidth, rows - r0[p] - v * V::kWidth);
+      if (n <= 0) continue;
+#pragma GCC unroll 16
+      for (int t = 0; t < T; ++t)
+        V::store(y + (a.t0 + j0 + t) * rows + r0[p] + v * V::kWidth, acc[p][v][t], static_cast<int>(n));
+    }
+}
+
+// f(std::integral_constant<int, n>) for 1 <= n <= kMax.
+template <int kMax, typename F>
+[[gnu::always_inline]] inline void with_token_count(int64_t n, F&& f) {
+  if constexpr (kMax > 1)
+    if (n < kMax) return with_token_count<kMax - 1>(n, f);
+  f(std::integral_constant<int, kMax>{});
+}
+
+// IsaKernels::float_panels for one ISA's vector helpers V, which also say how many
+// tokens its tiles take: kPairTokens through two panels at once (decode: two memory
+// streams), kTileTokens through one.
 template <typename V, GgmlType kType>
-void float_gemv_rows(const WeightMatrix& w, const float* x, float* y, int64_t r0, int64_t r1) {
-  const int64_t half = (r1 - r0) / 2;
-  int64_t r = r0;
-  for (; r + 4 <= r0 + half; r += 4)
-    float_gemv_streams<V, kType, 8>(w, x, y, {r, r + 1, r + 2, r + 3, r + half, r + half + 1, r + half + 2, r + half + 3});
-  for (; r < r0 + half; ++r) float_gemv_streams<V, kType, 2>(w, x, y, {r, r + half});
-  if ((r1 - r0) % 2 != 0) float_gemv_streams<V, kType, 1>(w, x, y, {r1 - 1});
+void float_panels_typed(const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const InterleavedTokens& a,
+                        float* y, int64_t rows, int64_t r0, int64_t r1) {
+  if (panel1 != nullptr && a.n <= V::kPairTokens) {
+    with_token_count<V::kPairTokens>(a.n, [&](auto tokens) {
+      float_panel_tile<V, kType, 2, decltype(tokens)::value>({panel0, panel1}, cols, a, 0, y, rows, {r0, r1});
+    });
+    return;
+  }
+  for (const auto& [panel, r] : {std::pair{panel0, r0}, std::pair{panel1, r1}}) {
+    if (panel == nullptr) continue;
+    for (int64_t j = 0; j < a.n; j += V::kTileTokens)
+      with_token_count<V::kTileTokens>(std::min<int64_t>(V::kTileTokens, a.n - j), [&](auto tokens) {
+        float_panel_tile<V, kType, 1, decltype(tokens)::value>({panel}, cols, a, j, y, rows, {r});
+      });
+  }
+}
+
+template <typename V>
+void float_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const InterleavedTokens& a,
+                  float* y, int64_t rows, int64_t r0, int64_t r1) {
+  switch (type) {
+    case GgmlType::kF32: return float_panels_typed<V, GgmlType::kF32>(panel0, panel1, cols, a, y, rows, r0, r1);
+    case GgmlType::kF16: return float_panels_typed<V, GgmlType::kF16>(panel0, panel1, cols, a, y, rows, r0, r1);
+    default: return float_panels_typed<V, GgmlType::kBF16>(panel0, panel1, cols, a, y, rows, r0, r1);
+  }
 }
 
 // nullptr when this build has no kernels for the ISA.

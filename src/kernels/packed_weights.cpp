@@ -1,5 +1,6 @@
 #include "kernels/packed_weights.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -190,9 +191,27 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
   }
 }
 
+size_t float_panel_bytes(GgmlType t, int64_t cols) {
+  return (kPanelRows * static_cast<size_t>(cols) * type_info(t).block_bytes + 63) / 64 * 64;
+}
+
+// Element k of the panel's 16 rows side by side; E is the element's bits.
+template <typename E>
+void pack_float_panel(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  std::memset(dst, 0, float_panel_bytes(w.type, w.cols));
+  const E* rows[kPanelRows];
+  const int n = static_cast<int>(std::min<int64_t>(kPanelRows, w.rows - g * kPanelRows));
+  for (int r = 0; r < n; ++r) rows[r] = reinterpret_cast<const E*>(w.data + (g * kPanelRows + r) * rb);
+  auto* out = reinterpret_cast<E*>(dst);
+  for (int64_t k = 0; k < w.cols; ++k)
+    for (int r = 0; r < n; ++r) out[k * kPanelRows + r] = rows[r][k];
+}
+
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
-  const PanelLayout& L = *panel_layout(w.type);
   size_t rb = w.row_bytes != 0 ? w.row_bytes : row_bytes(w.type, w.cols);
+  if (w.type == GgmlType::kF32) return pack_float_panel<uint32_t>(w, rb, g, dst);
+  if (w.type == GgmlType::kF16 || w.type == GgmlType::kBF16) return pack_float_panel<uint16_t>(w, rb, g, dst);
+  const PanelLayout& L = *panel_layout(w.type);
   if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
   if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
   if (L.k_scales) return pack_panel_k(L, w, rb, g, dst);
@@ -211,23 +230,30 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   }
 }
 
-size_t packed_bytes(const WeightMatrix& w) {
+namespace {
+
+size_t panel_bytes(const WeightMatrix& w) {
   const PanelLayout* layout = panel_layout(w.type);
-  if (layout == nullptr) return 0;
-  return layout->group_bytes(w.cols) * static_cast<size_t>((w.rows + kPanelRows - 1) / kPanelRows);
+  return layout != nullptr ? layout->group_bytes(w.cols) : float_panel_bytes(w.type, w.cols);
+}
+
+}  // namespace
+
+size_t packed_bytes(const WeightMatrix& w) {
+  return panel_bytes(w) * static_cast<size_t>((w.rows + kPanelRows - 1) / kPanelRows);
 }
 
 PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool) {
   PackedWeights p;
-  const PanelLayout* layout = panel_layout(w.type);
-  if (layout == nullptr || w.rows == 0) return p;
+  if (w.rows == 0) return p;
+  if (!is_supported_weight_type(w.type)) fail("pack_weights: unsupported weight type {}", type_name(w.type));
   if (w.cols % type_info(w.type).block_size != 0)
     fail("pack_weights: {} columns is not a multiple of the {} block size", w.cols, type_name(w.type));
   p.type_ = w.type;
   p.rows_ = w.rows;
   p.cols_ = w.cols;
-  p.layout_ = layout;
-  p.group_bytes_ = layout->group_bytes(w.cols);
+  p.layout_ = panel_layout(w.type);
+  p.group_bytes_ = panel_bytes(w);
   p.data_ = memory;
   auto pack_range = [&](int64_t g0, int64_t g1, int) {
     for (int64_t g = g0; g < g1; ++g) pack_panel(w, g, memory + static_cast<size_t>(g) * p.group_bytes_);

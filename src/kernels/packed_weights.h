@@ -22,6 +22,11 @@
 // (or with k_scales: 16 sc, then 16 mn); in odd blocks of layouts whose blocks are 32
 // bytes past a multiple of 64, the 32 bytes of scales come before the codes
 // (PanelLayout::scales_first).
+//
+// Float weights (F32, F16, BF16) pack into 16-row panels too, with the 16 rows' element
+// k side by side (panel element 16 k + r is W[16 g + r, k]): one vector load gives 16
+// rows at one column, which a tile multiplies by each token's broadcast activation (an
+// outer product), so a weight vector serves many tokens and no sum is horizontal.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -67,9 +72,11 @@ struct PanelLayout {
   }
 };
 
-// The panel layout for a quantized weight type; nullptr for float types (their
-// kernels read the GGUF rows directly).
+// The panel layout for a quantized weight type; nullptr for float types.
 const PanelLayout* panel_layout(GgmlType t);
+
+// Bytes of one 16-row panel of a float-type matrix of `cols` columns (whole cache lines).
+size_t float_panel_bytes(GgmlType t, int64_t cols);
 
 class PackedWeights {
  public:
@@ -78,7 +85,7 @@ class PackedWeights {
   GgmlType type() const { return type_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  const PanelLayout& layout() const { return *layout_; }
+  const PanelLayout& layout() const { return *layout_; }  // quantized types only
   size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows
   const uint8_t* group(int64_t g) const { return data_ + static_cast<size_t>(g) * group_bytes_; }
   size_t bytes() const { return group_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
@@ -90,11 +97,11 @@ class PackedWeights {
   const uint8_t* data_ = nullptr;
   GgmlType type_ = GgmlType::kF32;
   int64_t rows_ = 0, cols_ = 0;
-  const PanelLayout* layout_ = nullptr;
+  const PanelLayout* layout_ = nullptr;  // nullptr: float panels
   size_t group_bytes_ = 0;
 };
 
-// Bytes of w's packed form (0 for float types, which need no packing).
+// Bytes of w's packed form.
 size_t packed_bytes(const WeightMatrix& w);
 
 // Repacks w for the SIMD kernels into `memory` (packed_bytes(w) bytes, 64-byte aligned,
@@ -102,13 +109,13 @@ size_t packed_bytes(const WeightMatrix& w);
 // into one huge-page arena.
 PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool = nullptr);
 
-// Repacks w for the SIMD kernels into memory of its own (empty for float types).
+// Repacks w for the SIMD kernels into memory of its own.
 // Set WeightMatrix::packed to the result to use it; matmul() works without it too,
 // by packing each panel on the fly, which is correct but slower for one token.
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool = nullptr);
 
 // Packs rows [16 g, 16 g + 16) of w (zero rows past the end) into dst, which holds
-// layout.group_bytes(w.cols) bytes.
+// one panel's bytes (layout.group_bytes(w.cols), or float_panel_bytes).
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst);
 
 }  // namespace tps

@@ -43,10 +43,7 @@ void Transformer::pack_matrices() {
   std::vector<WeightMatrix*> matrices = {&weights_.output};
   for (LayerWeights& l : weights_.layers)
     for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
-  auto arena_bytes = [](const WeightMatrix& w) {
-    size_t bytes = panel_layout(w.type) != nullptr ? packed_bytes(w) : matrix_bytes(w);
-    return (bytes + 63) / 64 * 64;
-  };
+  auto arena_bytes = [](const WeightMatrix& w) { return (packed_bytes(w) + 63) / 64 * 64; };
   size_t total = 0;
   for (const WeightMatrix* w : matrices) total += arena_bytes(*w);
   arena_ = allocate_huge_pages(total);
@@ -55,13 +52,8 @@ void Transformer::pack_matrices() {
   ThreadPool pool(ThreadPool::default_threads());
   uint8_t* next = arena_.get();
   for (WeightMatrix* w : matrices) {
-    if (panel_layout(w->type) != nullptr) {
-      packed_.push_back(pack_weights_into(*w, next, &pool));
-      w->packed = &packed_.back();
-    } else {
-      std::memcpy(next, w->data, matrix_bytes(*w));
-      w->data = next;
-    }
+    packed_.push_back(pack_weights_into(*w, next, &pool));
+    w->packed = &packed_.back();
     next += arena_bytes(*w);
   }
 }

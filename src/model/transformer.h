@@ -38,9 +38,8 @@ class Transformer final : public Model {
   ModelWeights weights_;
   std::unique_ptr<Tokenizer> tokenizer_;
   size_t weight_bytes_ = 0;
-  // Every matrix streamed per token lives in one huge-page arena: quantized ones
-  // repacked into panels (WeightMatrix::packed points at them), float ones copied
-  // (WeightMatrix::data points at the copy) off the file mapping's 4 KiB pages.
+  // Every matrix streamed per token lives in one huge-page arena, repacked into panels
+  // (WeightMatrix::packed points at them) off the file mapping's 4 KiB pages.
   HugePageBuffer arena_;
   size_t arena_bytes_ = 0;
   std::vector<PackedWeights> packed_;

@@ -259,10 +259,23 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
   }
 }
 
-TEST(PackWeights, FloatTypesNeedNoPacking) {
-  std::vector<uint8_t> data(64 * 4);
-  EXPECT_TRUE(pack_weights(WeightMatrix{GgmlType::kF32, 4, 64, data.data(), 0}).empty());
-  EXPECT_FALSE(pack_weights(WeightMatrix{GgmlType::kQ8_0, 2, 64, data.data(), 0}).empty());
+TEST(PackWeights, FloatPanelsHoldSixteenRowsColumnByColumn) {
+  constexpr int64_t kRows = 20, kCols = 5;
+  std::vector<float> data(kRows * kCols);
+  for (int64_t r = 0; r < kRows; ++r)
+    for (int64_t c = 0; c < kCols; ++c) data[r * kCols + c] = static_cast<float>(100 * r + c + 1);
+  PackedWeights p = pack_weights(WeightMatrix{GgmlType::kF32, kRows, kCols, reinterpret_cast<uint8_t*>(data.data()), 0});
+  ASSERT_FALSE(p.empty());
+  EXPECT_EQ(p.group_bytes(), float_panel_bytes(GgmlType::kF32, kCols));
+  EXPECT_EQ(p.group_bytes() % 64, 0u);
+  for (int64_t g = 0; g < 2; ++g) {
+    const auto* panel = reinterpret_cast<const float*>(p.group(g));
+    for (int64_t c = 0; c < kCols; ++c)
+      for (int64_t i = 0; i < kPanelRows; ++i) {
+        const int64_t r = g * kPanelRows + i;
+        EXPECT_EQ(panel[c * kPanelRows + i], r < kRows ? data[r * kCols + c] : 0.0f) << "row " << r << " col " << c;
+      }
+  }
 }
 
 TEST(Matmul, RejectsUnsupportedTypes) {
