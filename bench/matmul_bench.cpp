@@ -189,6 +189,29 @@ void BM_PanelPair(benchmark::State& state, GgmlType type) {
   state.SetLabel(isa_name(active_isa()));
 }
 
+// Two float panels of 256 columns times one group of interleaved tokens, again and
+// again on one thread, from L1: the float tile's compute rate with no memory stream or
+// second thread in the way, to set against the f32 FMA peak per thread of `tps probe`.
+void BM_FloatPanelTile(benchmark::State& state, GgmlType type) {
+  constexpr int64_t kCols = 256, kTokens = InterleavedTokens::kFloatGroup;
+  const IsaKernels* k = kernels_for(active_isa());
+  if (k == nullptr) {
+    state.SkipWithError("the scalar path has no panel kernels");
+    return;
+  }
+  Matrix m;
+  init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
+  std::vector<float> xt(kTokens * kCols, 0.5f), y(kTokens * 2 * kPanelRows);
+  const InterleavedTokens a{xt.data(), kTokens, kTokens, 0};
+  for (auto _ : state) {
+    k->float_panels(type, m.packed.group(0), m.packed.group(1), kCols, a, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    benchmark::ClobberMemory();
+  }
+  state.counters["op/s"] =
+      benchmark::Counter(2.0 * 2 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+  state.SetLabel(isa_name(active_isa()));
+}
+
 void shapes_gemv(benchmark::internal::Benchmark* b) {
   b->Args({2048, 2048})->Args({5632, 2048})->Args({2048, 5632})->Unit(benchmark::kMicrosecond)->UseRealTime();
   b->ComputeStatistics("min", min_of);
@@ -222,6 +245,10 @@ TPS_PANEL_BENCH(q8_0, kQ8_0);
 TPS_PANEL_BENCH(q4_1, kQ4_1);
 TPS_PANEL_BENCH(q4_k, kQ4_K);
 TPS_PANEL_BENCH(q6_k, kQ6_K);
+
+BENCHMARK_CAPTURE(BM_FloatPanelTile, f32, GgmlType::kF32);
+BENCHMARK_CAPTURE(BM_FloatPanelTile, f16, GgmlType::kF16);
+BENCHMARK_CAPTURE(BM_FloatPanelTile, bf16, GgmlType::kBF16);
 
 }  // namespace
 }  // namespace tps

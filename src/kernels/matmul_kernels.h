@@ -55,7 +55,7 @@ struct Q8Activations {
 // tiles: token t0 + j's element k at x[k * stride + j], for j < n (a tile broadcasts
 // each token's element from one pointer at fixed offsets).
 struct InterleavedTokens {
-  static constexpr int64_t kFloatGroup = 12;
+  static constexpr int64_t kFloatGroup = 14;
   const float* x;
   int64_t stride, n, t0;
 };
@@ -117,7 +117,7 @@ template <typename V, GgmlType kType, int P, int T>
 void float_panel_tile(const uint8_t* const (&panel)[P], int64_t cols, const InterleavedTokens& a, int64_t j0, float* y,
                       int64_t rows, const int64_t (&r0)[P]) {
   constexpr int kVecs = kPanelRows / V::kWidth;
-  constexpr int64_t kColsPerLine = 64 / (kPanelRows * (kType == GgmlType::kF32 ? 4 : 2));
+  constexpr int64_t kColBytes = kPanelRows * (kType == GgmlType::kF32 ? 4 : 2);
   typename V::Vec acc[P][kVecs][T];
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p)
@@ -125,17 +125,14 @@ void float_panel_tile(const uint8_t* const (&panel)[P], int64_t cols, const Inte
     for (int v = 0; v < kVecs; ++v)
 #pragma GCC unroll 16
       for (int t = 0; t < T; ++t) acc[p][v][t] = V::zero();
-  const float* x = a.x + j0;
-  int64_t k = 0;
-  for (; k + kColsPerLine <= cols; k += kColsPerLine) {
+  const float* xk = a.x + j0;
+  for (int64_t k = 0; k < cols; ++k, xk += a.stride) {
     // Panels stream from memory while the tile computes (the hardware prefetcher alone
     // leaves bandwidth unused): prefetch well ahead.
 #pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) __builtin_prefetch(panel[p] + k * 64 / kColsPerLine + kPrefetchBytes, 0, 3);
-#pragma GCC unroll 2
-    for (int64_t u = 0; u < kColsPerLine; ++u) float_panel_step<V, kType, P, T>(acc, panel, x + (k + u) * a.stride, k + u);
+    for (int p = 0; p < P; ++p) __builtin_prefetch(panel[p] + k * kColBytes + kPrefetchBytes, 0, 3);
+    float_panel_step<V, kType, P, T>(acc, panel, xk, k);
   }
-  for (; k < cols; ++k) float_panel_step<V, kType, P, T>(acc, panel, x + k * a.stride, k);
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p)
 #pragma GCC unroll 2
