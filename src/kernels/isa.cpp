@@ -1,37 +1,32 @@
 // CPU feature detection and the process-wide choice of instruction set.
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
+#include "core/amx_tiles.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
-
-#if defined(__x86_64__) && defined(__linux__)
-#include <sys/syscall.h>
-#include <unistd.h>
-#endif
+#include "kernels/matmul_kernels.h"
 
 namespace tps {
 
 namespace {
 
-// Linux hands out the 8 KiB AMX tile state only to processes that ask for it.
-bool os_grants_amx() {
-#if defined(__x86_64__) && defined(__linux__)
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-#else
-  return false;
-#endif
-}
-
 struct Support {
   bool flags[kIsaCount];
+  AmxStatus amx = AmxStatus::kAbsent;
   Support() {
     const CpuFeatures f = read_cpu_features();
     for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
-    flags[static_cast<int>(Isa::kAmx)] = flags[static_cast<int>(Isa::kAmx)] && os_grants_amx();
+    bool& has_amx = flags[static_cast<int>(Isa::kAmx)];
+    if (has_amx) amx = !request_amx_tile_state() ? AmxStatus::kNotGranted
+                       : !agrees_with_avx512(*isa_kernels_amx()) ? AmxStatus::kDisagrees
+                       : AmxStatus::kUsable;
+    if (amx == AmxStatus::kDisagrees)
+      std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
+    has_amx = amx == AmxStatus::kUsable;
   }
 };
 
@@ -93,6 +88,8 @@ bool isa_runs_on(Isa isa, const CpuFeatures& f) {
 }
 
 bool cpu_supports(Isa isa) { return support().flags[static_cast<int>(isa)]; }
+
+AmxStatus amx_status() { return support().amx; }
 
 Isa active_isa() { return static_cast<Isa>(active_slot().load(std::memory_order_relaxed)); }
 

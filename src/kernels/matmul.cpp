@@ -13,6 +13,8 @@
 namespace tps {
 
 const IsaKernels* kernels_for(Isa isa) {
+  if (isa >= Isa::kAmx)
+    if (const IsaKernels* k = isa_kernels_amx()) return k;
   if (isa >= Isa::kAvx512)
     if (const IsaKernels* k = isa_kernels_avx512()) return k;
   // AVX-512 CPUs need not have AVX-VNNI (Ice Lake has not).
@@ -228,14 +230,18 @@ void matmul(const WeightMatrix& w, const float* x, int64_t n_tokens, float* y, T
 }
 
 void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  matmul_parts_with(kernels_for(active_isa()), parts, x, n_tokens, pool);
+}
+
+void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens,
+                       ThreadPool& pool) {
   for (const MatmulPart& p : parts) check_shape(*p.w);
   if (n_tokens <= 0 || parts.size() == 0) return;
-  const IsaKernels* k = kernels_for(active_isa());
   if (k == nullptr || !can_share_region(parts)) {
     for (const MatmulPart& p : parts) {
       if (p.w->rows == 0) continue;
       if (k == nullptr) matmul_scalar(with_row_bytes(*p.w), x, n_tokens, p.y, pool);
-      else matmul_parts({p}, x, n_tokens, pool);
+      else matmul_parts_with(k, {p}, x, n_tokens, pool);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
     matmul_panels(*k, PartUnits(parts), x, n_tokens, pool);

@@ -24,6 +24,10 @@ bool cpu_supports(Isa isa);
 // Whether a CPU with features f runs the kernels of `isa` (cpu_supports asks it of this
 // CPU, and for AMX also the OS's grant of the tile state).
 bool isa_runs_on(Isa isa, const CpuFeatures& f);
+// Why the AMX path is used or not: the CPU lacks it, Linux did not grant the tile
+// state, or its kernels disagreed with AVX-512 on this CPU's check at startup.
+enum class AmxStatus { kAbsent, kNotGranted, kDisagrees, kUsable };
+AmxStatus amx_status();
 // Forces a path (tests and comparisons); must be supported by the CPU.
 void set_active_isa(Isa isa);
 

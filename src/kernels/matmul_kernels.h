@@ -4,6 +4,7 @@
 // kernels of the chosen ISA; the scalar path is the plain dequantize-and-dot loop.
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <type_traits>
 #include <utility>
 
@@ -188,9 +189,23 @@ void float_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, i
 const IsaKernels* isa_kernels_avx2();
 const IsaKernels* isa_kernels_avx_vnni();
 const IsaKernels* isa_kernels_avx512();
+const IsaKernels* isa_kernels_amx();
+// The AMX kernels over the software model of the tiles (amx_tiles.h): needs AVX-512
+// only; for tests.
+const IsaKernels* isa_kernels_amx_emulated();
+
+// Whether kernels k give exactly the AVX-512 kernels' integer-path outputs on a few
+// small products (needs AVX-512). The AMX kernels were written against a model of the
+// tiles (amx_tiles.h): the dispatcher runs this on the hardware before it trusts them.
+bool agrees_with_avx512(const IsaKernels& k);
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).
 const IsaKernels* kernels_for(Isa isa);
+
+// matmul_parts() through the kernels k (nullptr: scalar) instead of those of the
+// active ISA: for tests of kernels the CPU cannot run as an ISA (the AMX model).
+void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens,
+                       ThreadPool& pool);
 
 // The scalar reference of quantize_activations (SIMD versions must match it exactly).
 void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, const Q8Token& out);

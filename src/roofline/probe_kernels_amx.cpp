@@ -1,32 +1,17 @@
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <cstring>
 
+#include "core/amx_tiles.h"
 #include "roofline/probe_kernels.h"
 
 namespace tps {
 
 namespace {
 
-// Linux hands out AMX tile state only on request (arch_prctl ARCH_REQ_XCOMP_PERM for
-// XFEATURE_XTILEDATA); without it the first tile instruction faults.
-constexpr int kArchReqXcompPerm = 0x1023;
-constexpr int kXfeatureXtiledata = 18;
-
-struct alignas(64) TileConfig {
-  uint8_t palette_id;
-  uint8_t start_row;
-  uint8_t reserved[14];
-  uint16_t colsb[16];
-  uint8_t rows[16];
-};
-
 // Tiles 0-3 accumulate, 4-5 hold A rows, 6-7 hold B: four independent products per round.
 void configure_tiles() {
   TileConfig cfg;
-  std::memset(&cfg, 0, sizeof cfg);
   cfg.palette_id = 1;
   for (int t = 0; t < 8; ++t) {
     cfg.rows[t] = 16;
@@ -67,14 +52,10 @@ double amx_loop(int64_t iterations) {
   return static_cast<double>(out[0]);
 }
 
-bool request_tile_state() {
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
-
 }  // namespace
 
 std::vector<ComputeKernel> compute_kernels_amx() {
-  if (!request_tile_state()) return {};
+  if (!request_amx_tile_state()) return {};
   // One tile product: 16 x 16 outputs, each a dot of 64 int8 (or 32 bf16) pairs.
   return {{"amx_int8", "amx tdpbssd", 4 * 16 * 16 * 64 * 2.0, amx_loop<false>},
           {"amx_bf16", "amx tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_loop<true>}};

@@ -2,8 +2,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <memory>
-#include <random>
 #include <tuple>
 #include <vector>
 
@@ -13,41 +11,18 @@
 #include "kernels/packed_weights.h"
 #include "quant/quantize.h"
 
+#include "support/random_weights.h"
 #include "support/scoped_isa.h"
 
 namespace tps {
 namespace {
 
+using test::gaussian;
+using test::random_matrix;
+
 constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
                                GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
                                GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
-
-std::vector<float> gaussian(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = dist(rng);
-  return v;
-}
-
-// Gaussian weights of `type`, packed as the model loader packs them.
-struct Matrix {
-  std::vector<uint8_t> data;
-  WeightMatrix w;
-  PackedWeights packed;
-};
-
-std::unique_ptr<Matrix> random_matrix(GgmlType type, int64_t rows, int64_t cols, uint32_t seed, ThreadPool& pool) {
-  auto m = std::make_unique<Matrix>();
-  auto wf = gaussian(static_cast<size_t>(rows * cols), seed);
-  size_t rb = row_bytes(type, cols);
-  m->data.resize(rb * static_cast<size_t>(rows));
-  for (int64_t r = 0; r < rows; ++r) quantize_row(type, wf.data() + r * cols, m->data.data() + r * rb, cols);
-  m->w = WeightMatrix{type, rows, cols, m->data.data(), rb};
-  m->packed = pack_weights(m->w, &pool);
-  if (!m->packed.empty()) m->w.packed = &m->packed;
-  return m;
-}
 
 // Paths that quantize activations to 8 bits (or round them to bf16) differ from the
 // float reference by that rounding; float paths only by summation order.

@@ -1,0 +1,36 @@
+#pragma once
+// A software model of the AMX tile instructions the integer kernels use. The model lets the AMX kernels (matmul_avx512_panels.inc over
+// HardwareTiles, matmul_amx.cpp) be checked bit for bit on any AVX-512 machine
+// (matmul_amx_emulated_avx512.cpp), and it faults where the hardware faults (#UD on a
+// tile shape the configuration does not allow), so a wrong shape fails a test here
+// instead of crashing there.
+#include <cstddef>
+#include <cstdint>
+
+#include "core/amx_tiles.h"
+
+namespace tps {
+
+// The tile instructions, on a per-thread model of the 8 tiles of 16 rows x 64 bytes.
+// Tile numbers are template arguments, as the hardware's are immediates.
+struct EmulatedTiles {
+  static void configure(const TileConfig& c);
+  static void release();
+  template <int D>
+  static void zero() { zero_tile(D); }
+  template <int D>
+  static void load(const void* p, size_t stride) { load_tile(D, p, stride); }
+  template <int D>
+  static void store(void* p, size_t stride) { store_tile(D, p, stride); }
+  // tdpbsud: C[m][n] += sum over k of A[m][k] (int8) * B[k / 4][4 n + k % 4] (uint8).
+  template <int C, int A, int B>
+  static void dot_signed_unsigned() { dot_su(C, A, B); }
+
+ private:
+  static void zero_tile(int t);
+  static void load_tile(int t, const void* p, size_t stride);
+  static void store_tile(int t, void* p, size_t stride);
+  static void dot_su(int c, int a, int b);
+};
+
+}  // namespace tps
