@@ -130,6 +130,7 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                       {"model", model_json(report.model)},
                       {"kv_type", "f16"},
                       {"threads", c.threads},
+                      {"kernels", report.kernels},
                       {"batch", c.batch},
                       {"prompt_tokens", c.prompt},
                       {"gen_tokens", c.gen},
@@ -245,7 +246,8 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
       line(c, r.test, r.result);
     }
   }
-  out += fmt::format("\nroofs: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source, report.repetitions);
+  out += fmt::format("\nroofs: {}; kernels: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source,
+                     report.kernels, report.repetitions);
   out += "MBU: against the profile's sustained DRAM read; MBU run: against a plain read of the same weights timed "
          "between the repetitions\n";
   for (const auto& r : report.rows)

@@ -69,6 +69,7 @@ struct BenchReport {
   int repetitions = 0;
   std::string created;                    // UTC, ISO 8601
   std::string roofs_source;               // where bandwidth and peaks came from
+  std::string kernels;                    // the matmul kernels' instruction set (isa_name)
   std::optional<nlohmann::json> profile;  // the hardware profile, embedded in JSON output
 };
 

@@ -17,6 +17,7 @@
 #include "bench/bench_runner.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "kernels/matmul.h"
 #include "model/model.h"
 
 namespace tps::cli {
@@ -103,6 +104,7 @@ int run_bench(const BenchArgs& a) {
   LoadedProfile profile = find_or_probe_profile(a.profile, max_threads, status);
   report.profile = profile_to_json(profile.profile);
   report.roofs_source = profile.source;
+  report.kernels = isa_name(active_isa());
 
   BenchRunner runner(*model, a.seed);
   std::unique_ptr<ThreadPool> pool;

@@ -13,6 +13,7 @@
 #include "bench/bench_cost.h"
 #include "bench/bench_plan.h"
 #include "core/error.h"
+#include "kernels/matmul.h"
 #include "model/synth.h"
 #include "roofline/bench_results.h"
 #include "roofline/probe.h"
@@ -129,10 +130,11 @@ class BenchCommand : public ::testing::Test {
   static std::string model_path() { return (dir_ / "tiny.gguf").string(); }
   static std::string profile_path() { return (dir_ / "profile.json").string(); }
 
-  // Runs `tps bench` on the tiny model; returns the exit code, stdout in `out`.
-  static int bench(const std::string& args, std::string* out = nullptr) {
+  // Runs `tps bench` on the tiny model (with environment assignments `env`); returns the
+  // exit code, stdout in `out`.
+  static int bench(const std::string& args, std::string* out = nullptr, const std::string& env = "") {
     std::string out_file = (dir_ / "out.txt").string();
-    std::string cmd = std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile " + profile_path() + " " +
+    std::string cmd = env + " " + std::string(TPS_BINARY) + " bench -m " + model_path() + " --profile " + profile_path() + " " +
                       args + " >" + out_file + " 2>/dev/null";
     int status = std::system(cmd.c_str());
     if (out) {
@@ -150,6 +152,17 @@ class BenchCommand : public ::testing::Test {
 fs::path BenchCommand::dir_;
 
 const std::string kSmall = "-p 16 -n 4 -r 2 -t 1";  // one thread: quick even on a busy machine
+
+// A row says which matmul kernels produced it: the best the CPU has, or what TPS_ISA forced.
+TEST_F(BenchCommand, RowsNameTheKernelsThatRan) {
+  std::string out;
+  ASSERT_EQ(bench(kSmall + " -o json", &out, "TPS_ISA=scalar"), 0);
+  for (const auto& r : nlohmann::json::parse(out)["results"]) EXPECT_EQ(r["kernels"], "scalar") << r.dump();
+  ASSERT_EQ(bench(kSmall + " -o json", &out), 0);
+  for (const auto& r : nlohmann::json::parse(out)["results"]) EXPECT_EQ(r["kernels"], isa_name(active_isa()));
+  ASSERT_EQ(bench(kSmall, &out), 0);
+  EXPECT_NE(out.find(std::string("kernels: ") + isa_name(active_isa())), std::string::npos) << out;
+}
 
 TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
   std::string out;

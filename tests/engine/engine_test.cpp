@@ -37,6 +37,7 @@ class FakeModel : public BatchModel {
       : bt_(block_tokens), slots_(static_cast<size_t>(n_blocks) * block_tokens, -1), sleep_ms_(sleep_ms) {}
   int32_t vocab_size() const override { return kVocab; }
   void forward(const ForwardBatch& b, float* logits) override {
+    while (held.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     max_rows = std::max(max_rows.load(), static_cast<int>(b.size()));
     forwards++;
     for (size_t r = 0; r < b.size(); ++r) slot(b, r, b.positions[r]) = b.tokens[r];
@@ -55,6 +56,9 @@ class FakeModel : public BatchModel {
     copies++;
   }
   std::atomic<int> max_rows{0}, forwards{0}, copies{0};
+  // While set, forward() waits: requests submitted meanwhile all queue before the first
+  // step ends, whatever the machine's scheduling.
+  std::atomic<bool> held{false};
 
  private:
   int32_t& slot(const ForwardBatch& b, size_t row, int32_t pos) {
@@ -152,7 +156,11 @@ TEST(Engine, PreemptionUnderFewBlocksStillCompletesEveryRequestCorrectly) {
   c.scheduler.prefix_cache = false;
   Engine engine(model, c);
   std::vector<std::shared_ptr<RequestStream>> streams;
+  // All four must be in the engine together (else the first may finish alone, on a
+  // loaded machine, before the others arrive, and nothing needs preempting).
+  model.held = true;
   for (int i = 0; i < 4; ++i) streams.push_back(engine.submit(greedy(prompt_of(6, 10 + i), 20)));
+  model.held = false;
   for (int i = 0; i < 4; ++i) EXPECT_EQ(collect(*streams[i]), reference(prompt_of(6, 10 + i), 20)) << i;
   EXPECT_GT(engine.stats().preemptions, 0);
 }
