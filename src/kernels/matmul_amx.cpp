@@ -2,18 +2,7 @@
 // its tokens from one tdpbsud per token group (TileDot over the hardware's tile
 // instructions). Compiled with AMX flags; only called when the CPU has AMX and Linux
 // has granted this process the tile state (isa.cpp).
-#pragma GCC diagnostic ignored "-Wuninitialized"  // as in matmul_avx512.cpp
-#if !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstring>
-#include <type_traits>
-
-#include "kernels/amx_tiles.h"
-#include "kernels/matmul_kernels.h"
+#include "kernels/matmul_avx512_headers.h"
 
 namespace tps {
 
@@ -53,20 +42,8 @@ struct HardwareTiles {
 
 #include "kernels/matmul_avx512_panels.inc"
 
-void panel(const uint8_t* p, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
-           int64_t rows, int64_t r0) {
-  panel_for<TileDot<HardwareTiles>>(p, layout, a, t0, t1, y, rows, r0);
-}
-
 }  // namespace
 
-const IsaKernels* isa_kernels_amx() {
-  static const IsaKernels kernels = [] {
-    IsaKernels k = *isa_kernels_avx512();
-    k.panel = panel;  // a few tokens (panel_pair) and float weights stay on AVX-512
-    return k;
-  }();
-  return &kernels;
-}
+const IsaKernels* isa_kernels_amx() { return tile_kernels<HardwareTiles>(); }
 
 }  // namespace tps

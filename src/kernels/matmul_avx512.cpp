@@ -2,20 +2,7 @@
 // float-weight tiles with FMA. Compiled with AVX-512 flags; only called when the CPU
 // has them.
 
-// GCC 12's AVX-512 headers build casts and reductions from self-initialized
-// "undefined" vectors, which -Wall reports once inlined: a spurious warning.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#if !defined(__clang__)  // clang (the fuzz build) has no such warning and says so
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-#include <immintrin.h>
-
-#include <algorithm>
-#include <cstring>
-#include <type_traits>
-
-#include "kernels/amx_tiles.h"
-#include "kernels/matmul_kernels.h"
+#include "kernels/matmul_avx512_headers.h"
 
 namespace tps {
 

@@ -72,16 +72,21 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
 
-// One token's dot with one row: tdpbsud takes A as signed bytes and B as unsigned.
-TEST(AmxModel, DotsSignedActivationsWithUnsignedCodes) {
+// The kernel's tiles for `tokens` rows of `k` bytes: C 0 (int32 x 16 rows), A 2, B 4.
+TileConfig product_config(int tokens, int k) {
   TileConfig c;
   c.palette_id = 1;
-  c.rows[0] = c.rows[2] = 1;
+  c.rows[0] = c.rows[2] = static_cast<uint8_t>(tokens);
   c.colsb[0] = 64;
-  c.colsb[2] = 4;
-  c.rows[4] = 1;
+  c.colsb[2] = static_cast<uint16_t>(k);
+  c.rows[4] = static_cast<uint8_t>(k / 4);
   c.colsb[4] = 64;
-  EmulatedTiles::configure(c);
+  return c;
+}
+
+// One token's dot with one row: tdpbsud takes A as signed bytes and B as unsigned.
+TEST(AmxModel, DotsSignedActivationsWithUnsignedCodes) {
+  EmulatedTiles::configure(product_config(1, 4));
   const int8_t a[4] = {-1, 2, -3, 4};
   uint8_t b[64] = {10, 20, 30, 255, 1, 1, 1, 1};  // column 0, then column 1
   int32_t out[16] = {};
@@ -99,13 +104,7 @@ TEST(AmxModel, DotsSignedActivationsWithUnsignedCodes) {
 // Where the hardware raises #UD, the model throws: a kernel whose tile shapes do not
 // fit fails here rather than crashing on an AMX machine.
 TEST(AmxModel, FaultsWhereTheHardwareFaults) {
-  TileConfig c;
-  c.palette_id = 1;
-  c.rows[0] = c.rows[2] = 8;
-  c.colsb[0] = 64;
-  c.colsb[2] = 32;
-  c.rows[4] = 8;
-  c.colsb[4] = 64;
+  const TileConfig c = product_config(8, 32);
   EmulatedTiles::configure(c);
   EXPECT_NO_THROW((EmulatedTiles::dot_signed_unsigned<0, 2, 4>()));
   EXPECT_THROW(EmulatedTiles::zero<1>(), Error) << "tile 1 is not configured";
