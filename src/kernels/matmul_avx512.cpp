@@ -30,25 +30,14 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 
 #include "kernels/matmul_avx512_panels.inc"
 
-void panel(const uint8_t* p, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1, float* y,
-           int64_t rows, int64_t r0) {
-  panel_for<VnniDot>(p, layout, a, t0, t1, y, rows, r0);
-}
-
 void panel_pair(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
                 int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
   with_shape(layout, [&](auto shape) {
     using S = decltype(shape);
-    auto tile = [&](auto tokens) {
+    with_token_count<kMaxPairTokens>(t1 - t0, [&](auto tokens) {
       panel_tile<VnniDot, S::kBits, S::kBlock, S::kBias, S::kK, decltype(tokens)::value, 2>({panel0, panel1}, a, t0, y,
                                                                                     rows, {r0, r1});
-    };
-    switch (t1 - t0) {
-      case 1: tile(std::integral_constant<int, 1>{}); break;
-      case 2: tile(std::integral_constant<int, 2>{}); break;
-      case 3: tile(std::integral_constant<int, 3>{}); break;
-      default: tile(std::integral_constant<int, 4>{}); break;
-    }
+    });
   });
 }
 
@@ -75,7 +64,7 @@ struct FloatVec512 {
   static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-constexpr IsaKernels kKernels{quantize_activations, panel, panel_pair, float_panels<FloatVec512>};
+constexpr IsaKernels kKernels{quantize_activations, panel_for<VnniDot>, panel_pair, float_panels<FloatVec512>};
 
 }  // namespace
 

@@ -1,7 +1,6 @@
 #include "model/transformer.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/error.h"
 #include "core/mapped_file.h"
@@ -43,9 +42,9 @@ void Transformer::pack_matrices() {
   std::vector<WeightMatrix*> matrices = {&weights_.output};
   for (LayerWeights& l : weights_.layers)
     for (WeightMatrix* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) matrices.push_back(w);
-  auto arena_bytes = [](const WeightMatrix& w) { return (packed_bytes(w) + 63) / 64 * 64; };
+  // Panels are whole cache lines, so each matrix starts on one.
   size_t total = 0;
-  for (const WeightMatrix* w : matrices) total += arena_bytes(*w);
+  for (const WeightMatrix* w : matrices) total += packed_bytes(*w);
   arena_ = allocate_huge_pages(total);
   arena_bytes_ = total;
   packed_.reserve(matrices.size());  // pointers into packed_ must stay valid
@@ -54,7 +53,7 @@ void Transformer::pack_matrices() {
   for (WeightMatrix* w : matrices) {
     packed_.push_back(pack_weights_into(*w, next, &pool));
     w->packed = &packed_.back();
-    next += arena_bytes(*w);
+    next += packed_bytes(*w);
   }
 }
 
