@@ -259,8 +259,10 @@ TEST(Matmul, RejectsUnsupportedTypes) {
   ThreadPool pool(1);
   WeightMatrix w{GgmlType::kQ2_K, 1, 256, data.data(), 84};
   EXPECT_THROW(matmul(w, x, 1, y, pool), Error);
+  EXPECT_THROW(pack_weights(w), Error);
   WeightMatrix odd{GgmlType::kQ4_0, 1, 40, data.data(), 0};
   EXPECT_THROW(matmul(odd, x, 1, y, pool), Error);
+  EXPECT_THROW(pack_weights(odd), Error);
 }
 
 TEST(Isa, ScalarAlwaysSupportedAndNamesAreStable) {
