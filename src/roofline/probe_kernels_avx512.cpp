@@ -1,6 +1,7 @@
 #include <immintrin.h>
 
 #include <cstring>
+#include <initializer_list>
 
 #include "roofline/probe_kernels.h"
 
@@ -46,25 +47,40 @@ double f32_fma(int64_t iterations) {
 
 // Called only where the CPU has AVX512_BF16 (compute_kernels_avx512 checks).
 [[gnu::target("avx512bf16")]] double bf16_dot(int64_t iterations) {
-  __m512 acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_ps(0.001f * j);
+  __m512 c0 = _mm512_set1_ps(0.0f), c1 = _mm512_set1_ps(0.001f), c2 = _mm512_set1_ps(0.002f),
+         c3 = _mm512_set1_ps(0.003f), c4 = _mm512_set1_ps(0.004f), c5 = _mm512_set1_ps(0.005f),
+         c6 = _mm512_set1_ps(0.006f), c7 = _mm512_set1_ps(0.007f), c8 = _mm512_set1_ps(0.008f),
+         c9 = _mm512_set1_ps(0.009f), c10 = _mm512_set1_ps(0.010f), c11 = _mm512_set1_ps(0.011f),
+         c12 = _mm512_set1_ps(0.012f), c13 = _mm512_set1_ps(0.013f), c14 = _mm512_set1_ps(0.014f),
+         c15 = _mm512_set1_ps(0.015f);
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(3e-3f), _mm512_set1_ps(1e-3f));
-  for (int64_t i = 0; i < iterations; ++i)
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbf16_ps(acc[j], a, b);
-  __m512 s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm512_add_ps(s, acc[j]);
+  for (int64_t i = 0; i < iterations; ++i) {
+    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c0, c1, c2, c3);
+    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c4, c5, c6, c7);
+    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c8, c9, c10, c11);
+    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c12, c13, c14, c15);
+  }
+  __m512 s = c0;
+  for (__m512 c : {c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}) s = _mm512_add_ps(s, c);
   return lane_sum<float>(s);
 }
 
 double int8_vnni(int64_t iterations) {
-  __m512i acc[kChains];
-  for (int j = 0; j < kChains; ++j) acc[j] = _mm512_set1_epi32(j);
+  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3),
+          c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6), c7 = _mm512_set1_epi32(7),
+          c8 = _mm512_set1_epi32(8), c9 = _mm512_set1_epi32(9), c10 = _mm512_set1_epi32(10),
+          c11 = _mm512_set1_epi32(11), c12 = _mm512_set1_epi32(12), c13 = _mm512_set1_epi32(13),
+          c14 = _mm512_set1_epi32(14), c15 = _mm512_set1_epi32(15);
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-  for (int64_t i = 0; i < iterations; ++i)
-    for (int j = 0; j < kChains; ++j) acc[j] = _mm512_dpbusd_epi32(acc[j], a, b);
-  __m512i s = acc[0];
-  for (int j = 1; j < kChains; ++j) s = _mm512_add_epi32(s, acc[j]);
+  for (int64_t i = 0; i < iterations; ++i) {
+    TPS_FOUR_CHAINS("vpdpbusd", a, b, c0, c1, c2, c3);
+    TPS_FOUR_CHAINS("vpdpbusd", a, b, c4, c5, c6, c7);
+    TPS_FOUR_CHAINS("vpdpbusd", a, b, c8, c9, c10, c11);
+    TPS_FOUR_CHAINS("vpdpbusd", a, b, c12, c13, c14, c15);
+  }
+  __m512i s = c0;
+  for (__m512i c : {c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}) s = _mm512_add_epi32(s, c);
   return lane_sum<int32_t>(s);
 }
 
