@@ -142,38 +142,39 @@ struct QuantizedTokens {
   Q8Activations a;
 };
 
-// One 16-row panel of 2048 columns times 16 tokens, again and again on one thread, from
-// L1 and L2: the integer kernel's compute rate with no memory stream or second thread
-// in the way, to set against the int8 peak per thread of `tps probe`.
+// Two 16-row panels of 2048 columns times a group of tokens (IsaKernels::panels), again
+// and again on one thread, from cache: the integer kernel's compute rate with no memory
+// stream or second thread in the way, to set against the int8 peak per thread of
+// `tps probe`.
 void BM_PanelTile(benchmark::State& state, GgmlType type) {
-  constexpr int64_t kCols = 2048, kTokens = 16;
+  constexpr int64_t kCols = 2048, kTokens = Q8Activations::kGroup;
   const IsaKernels* k = kernels_for(active_isa());
   if (k == nullptr) {
     state.SkipWithError("the scalar path has no panel kernels");
     return;
   }
   Matrix m;
-  init_matrix(m, type, kPanelRows, kCols, random_weights(type, kPanelRows, kCols));
+  init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
   const PanelLayout& layout = m.packed.layout();
   const QuantizedTokens x(*k, kTokens, kCols, layout.offset);
-  std::vector<float> y(kTokens * kPanelRows);
+  std::vector<float> y(kTokens * 2 * kPanelRows);
   for (auto _ : state) {
-    k->panel(m.packed.group(0), layout, x.a, 0, kTokens, y.data(), kPanelRows, 0);
+    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, kTokens, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.counters["op/s"] =
-      benchmark::Counter(2.0 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * 2 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(isa_name(active_isa()));
 }
 
-// One token through two panels side by side (the decode kernel, IsaKernels::panel_pair)
-// with the weights in cache, on one thread: the panel bytes per second its compute could
-// consume, which must stay well above a thread's share of the DRAM read.
+// One token through two panels side by side (the decode kernel) with the weights in
+// cache, on one thread: the panel bytes per second its compute could consume, which
+// must stay well above a thread's share of the DRAM read.
 void BM_PanelPair(benchmark::State& state, GgmlType type) {
   constexpr int64_t kCols = 2048;
   const IsaKernels* k = kernels_for(active_isa());
-  if (k == nullptr || k->panel_pair == nullptr) {
-    state.SkipWithError("this ISA has no panel-pair kernel");
+  if (k == nullptr) {
+    state.SkipWithError("the scalar path has no panel kernels");
     return;
   }
   Matrix m;
@@ -182,7 +183,7 @@ void BM_PanelPair(benchmark::State& state, GgmlType type) {
   const QuantizedTokens x(*k, 1, kCols, layout.offset);
   std::vector<float> y(2 * kPanelRows);
   for (auto _ : state) {
-    k->panel_pair(m.packed.group(0), m.packed.group(1), layout, x.a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * m.packed.group_bytes()));

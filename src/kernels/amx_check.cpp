@@ -8,10 +8,10 @@ namespace tps {
 
 // Products small enough to take a millisecond: a panel and a half of each code width
 // and block size the tiles take (8-bit codes straight from the panel, 4-bit codes
-// unpacked first, blocks of 16), times 21 tokens (two token groups, then a partial
+// unpacked first, blocks of 16), times 30 tokens (two token groups, then a partial
 // one), on one thread.
 bool agrees_with_avx512(const IsaKernels& k) {
-  constexpr int64_t kRows = 24, kCols = 256, kTokens = 21;
+  constexpr int64_t kRows = 24, kCols = 256, kTokens = 2 * Q8Activations::kGroup + 6;
   std::vector<float> wf(kRows * kCols), x(kTokens * kCols);
   for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;

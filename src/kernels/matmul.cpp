@@ -119,42 +119,37 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // machine slow one core; short interleaved ranges cost decode 5-10 % of its
   // bandwidth). A range goes in stretches of panels that fit in L2 beside one chunk of
   // tokens' activations; each stretch meets every chunk in turn (a panel is reused by
-  // every token of the chunk from L1). Unpacked weights are packed panel by panel
-  // here, once per call, so then all tokens form one chunk.
-  // A few tokens over packed panels read a range's two halves side by side
-  // (IsaKernels::panel_pair): measured on TinyLlama's Q4_0 matrices in a row, 2
-  // threads, one token, 11-20 % more bandwidth than one stream per thread.
+  // every token of the chunk from cache). The kernels take a stretch's panels in pairs,
+  // its first half beside its second (IsaKernels::panels): each token's activations
+  // then serve two panels, and two memory streams keep more reads in flight than one
+  // (measured on TinyLlama's Q4_0 matrices in a row, 2 threads, one token: 11-20 %
+  // more bandwidth). Unpacked weights are packed pair by pair here, once per call, so
+  // then all tokens form one chunk.
   const size_t group_bytes = layout.group_bytes(cols);
-  const int64_t chunk = w0.packed != nullptr ? 64 : n_tokens;
+  const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
   const int64_t stretch =
-      n_tokens > chunk ? std::max<int64_t>(1, static_cast<int64_t>(kStretchBytes / group_bytes)) : units.total();
-  const bool pairs = n_tokens <= kMaxPairTokens && w0.packed != nullptr && k.panel_pair != nullptr;
+      n_tokens > chunk ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / group_bytes)) : units.total();
   pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       const int64_t s1 = std::min(u1, s0 + stretch);
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-        int64_t t1 = std::min(n_tokens, t0 + chunk);
+        const int64_t t1 = std::min(n_tokens, t0 + chunk);
         units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
-          if (pairs) {
-            const int64_t half = (g1 - g0) / 2;
-            for (int64_t g = g0; g < g0 + half; ++g)
-              k.panel_pair(p.w.packed->group(g), p.w.packed->group(g + half), layout, a, 0, n_tokens, p.y, p.w.rows,
-                           g * kPanelRows, (g + half) * kPanelRows);
-            g0 += 2 * half;
-          }
-          for (int64_t g = g0; g < g1; ++g) {
-            const uint8_t* panel;
-            if (p.w.packed != nullptr) {
-              panel = p.w.packed->group(g);
-            } else {
-              uint8_t* buf = scratch(panel_buffer, group_bytes);
-              pack_panel(p.w, g, buf);
-              panel = buf;
-            }
-            k.panel(panel, layout, a, t0, t1, p.y, p.w.rows, g * kPanelRows);
-          }
+          // Panel g, packed into the buffer's first or second half if need be.
+          auto panel = [&](int64_t g, size_t half) -> const uint8_t* {
+            if (p.w.packed != nullptr) return p.w.packed->group(g);
+            uint8_t* buf = scratch(panel_buffer, 2 * group_bytes) + half * group_bytes;
+            pack_panel(p.w, g, buf);
+            return buf;
+          };
+          const int64_t half = (g1 - g0) / 2;
+          for (int64_t g = g0; g < g0 + half; ++g)
+            k.panels(panel(g, 0), panel(g + half, 1), layout, a, t0, t1, p.y, p.w.rows, g * kPanelRows,
+                     (g + half) * kPanelRows);
+          if ((g1 - g0) % 2 != 0)
+            k.panels(panel(g1 - 1, 0), nullptr, layout, a, t0, t1, p.y, p.w.rows, (g1 - 1) * kPanelRows, 0);
         });
       }
     }

@@ -1,5 +1,5 @@
-// The AMX integer panel kernel: the AVX-512 panel tile with each block's dots for all
-// its tokens from one tdpbsud per token group (TileDot over the hardware's tile
+// The AMX integer panel kernel: the AVX-512 one-panel tile with each block's dots for
+// all its tokens from one tdpbsud (TileDot over the hardware's tile
 // instructions). Compiled with AMX flags; only called when the CPU has AMX and Linux
 // has granted this process the tile state (isa.cpp).
 #include "kernels/matmul_avx512_headers.h"
@@ -15,28 +15,24 @@ struct HardwareTiles {
   static void release() { _tile_release(); }
   template <int D>
   static void zero() {
-    static_assert(D == 0 || D == 1, "the kernel zeroes C tiles 0 and 1");
-    if constexpr (D == 0) _tile_zero(0);
-    else _tile_zero(1);
+    static_assert(D == 0, "the kernel zeroes C tile 0");
+    _tile_zero(0);
   }
   template <int D>
   static void load(const void* p, size_t stride) {
-    static_assert(D >= 2 && D <= 4, "the kernel loads A tiles 2, 3 and B tile 4");
+    static_assert(D == 2 || D == 4, "the kernel loads A tile 2 and B tile 4");
     if constexpr (D == 2) _tile_loadd(2, p, stride);
-    else if constexpr (D == 3) _tile_loadd(3, p, stride);
     else _tile_loadd(4, p, stride);
   }
   template <int D>
   static void store(void* p, size_t stride) {
-    static_assert(D == 0 || D == 1, "the kernel stores C tiles 0 and 1");
-    if constexpr (D == 0) _tile_stored(0, p, stride);
-    else _tile_stored(1, p, stride);
+    static_assert(D == 0, "the kernel stores C tile 0");
+    _tile_stored(0, p, stride);
   }
   template <int C, int A, int B>
   static void dot_signed_unsigned() {
-    static_assert(B == 4 && ((C == 0 && A == 2) || (C == 1 && A == 3)), "the kernel's products are 0+=2x4, 1+=3x4");
-    if constexpr (C == 0) _tile_dpbsud(0, 2, 4);
-    else _tile_dpbsud(1, 3, 4);
+    static_assert(C == 0 && A == 2 && B == 4, "the kernel's product is 0 += 2 x 4");
+    _tile_dpbsud(0, 2, 4);
   }
 };
 

@@ -30,17 +30,6 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 
 #include "kernels/matmul_avx512_panels.inc"
 
-void panel_pair(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
-                int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
-  with_shape(layout, [&](auto shape) {
-    using S = decltype(shape);
-    with_token_count<kMaxPairTokens>(t1 - t0, [&](auto tokens) {
-      panel_tile<VnniDot, S::kBits, S::kBlock, S::kBias, S::kK, decltype(tokens)::value, 2>({panel0, panel1}, a, t0, y,
-                                                                                    rows, {r0, r1});
-    });
-  });
-}
-
 // The vector helpers float_panels (matmul_kernels.h) needs, 16 floats wide. Two panels
 // take 14 tokens: 28 accumulators, 2 weight vectors and a broadcast of 32 registers
 // (measured with BM_FloatPanelTile: 14 tokens 0-10 % faster than 12).
@@ -64,7 +53,7 @@ struct FloatVec512 {
   static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-constexpr IsaKernels kKernels{quantize_activations, panel_for<VnniDot>, panel_pair, float_panels<FloatVec512>};
+constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>};
 
 }  // namespace
 

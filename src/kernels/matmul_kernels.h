@@ -27,14 +27,15 @@ struct Q8Token {
 
 // Activations quantized to int8 per block of 32 (the integer kernels' other operand),
 // with a scale d per block and the sums of Q8Token. Tokens are stored in groups of
-// kGroup, the kernels' token tile: within a group, the same block of every token sits
-// together, so a tile reads all its tokens through one pointer at fixed offsets (a
-// pointer per token would not fit in the registers). Group g holds tokens
-// [kGroup g, kGroup g + n) with n = group_size(); its token j's 32-block b has codes at
+// kGroup: within a group, the same block of every token sits together, so a tile of a
+// group's tokens reads them all through one pointer at fixed offsets (a pointer per
+// token would not fit in the registers). 12: two tiles of the two-panel AVX-512
+// kernel, three of the AVX2 one. Group g holds tokens [kGroup g, kGroup g + n) with
+// n = group_size(); its token j's 32-block b has codes at
 //   q + kGroup g cols + b (32 n) + 32 j,  scale d[kGroup g nb32 + b n + j],
 // sum32 and zero32 like d, and zero16[kGroup g nb16 + b16 n + j].
 struct Q8Activations {
-  static constexpr int64_t kGroup = 8;
+  static constexpr int64_t kGroup = 12;
   int64_t n_tokens = 0, cols = 0;
   int8_t* q = nullptr;
   float* d = nullptr;
@@ -61,21 +62,16 @@ struct InterleavedTokens {
   int64_t stride, n, t0;
 };
 
-// The most tokens IsaKernels::panel_pair takes: its tile keeps T x 2 accumulators.
-constexpr int64_t kMaxPairTokens = 4;
-
 struct IsaKernels {
   // Quantizes one token's cols (a multiple of 32) activations into `out`, with the
   // zero sums for weights whose codes have the fixed zero point `zero_point`.
   void (*quantize_activations)(const float* x, int64_t cols, int zero_point, const Q8Token& out);
-  // y[t * rows + r0 + i] for i < min(16, rows - r0), tokens [t0, t1) of a.
-  void (*panel)(const uint8_t* panel, const PanelLayout& layout, const Q8Activations& a, int64_t t0, int64_t t1,
-                float* y, int64_t rows, int64_t r0);
-  // Tokens [t0, t1), at most kMaxPairTokens of one group, through two panels at once
-  // (rows r0.. and r1..): two memory streams keep more reads in flight than one, so
-  // decode streams faster. nullptr where an ISA's kernels do not have it.
-  void (*panel_pair)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
-                     int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1);
+  // Tokens [t0, t1) of a through one or two 16-row panels (panel1 may be nullptr), into
+  // y[t * rows + r] for rows r0.. and r1.. (up to 16 each, as far as `rows` goes). Two
+  // panels at once share each token's activations (prefill) and read two memory
+  // streams side by side, which keeps more reads in flight (decode).
+  void (*panels)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
+                 int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1);
   // Float weights (F32, F16, BF16): the tokens of a through one or two 16-row panels
   // (panel1 may be nullptr) of a matrix of `cols` columns, into rows r0.. and r1..
   void (*float_panels)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
@@ -152,6 +148,17 @@ template <int kMax, typename F>
   if constexpr (kMax > 1)
     if (n < kMax) return with_token_count<kMax - 1>(n, f);
   f(std::integral_constant<int, kMax>{});
+}
+
+// fn(first token, tile tokens) over tokens [t0, t1) of a in tiles of at most kTile
+// tokens (an integral_constant) that do not cross a token group.
+template <int kTile, typename F>
+void for_each_tile(const Q8Activations& a, int64_t t0, int64_t t1, F&& fn) {
+  for (int64_t t = t0; t < t1;) {
+    const int64_t n = std::min({t1 - t, a.group_start(t) + a.group_size(t) - t, int64_t{kTile}});
+    with_token_count<kTile>(n, [&](auto tokens) { fn(t, tokens); });
+    t += n;
+  }
 }
 
 // IsaKernels::float_panels for one ISA's vector helpers V, which also say how many

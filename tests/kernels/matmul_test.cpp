@@ -72,11 +72,11 @@ TEST_P(MatmulPaths, MatchesReference) {
   test::ScopedIsa forced(isa);
   ThreadPool two(2), three(3);
   // Rows not a multiple of the thread count or of any tile; 1, few and many tokens.
-  // 1-4 tokens read panels in pairs (IsaKernels::panel_pair), with a panel left over
-  // for odd ranges. 70 tokens cross the driver's 64-token chunks and end in a partial
-  // token group.
+  // Panels go in pairs (IsaKernels::panels) with one left over in odd ranges, tokens
+  // in tiles that end where a token group does. 80 tokens cross the driver's 72-token
+  // chunks and end in a partial token group.
   for (Shape s : {Shape{37, 512, 1}, Shape{96, 256, 2}, Shape{64, 256, 3}, Shape{130, 512, 4}, Shape{19, 768, 17},
-                  Shape{8, 256, 1}, Shape{130, 512, 8}, Shape{33, 256, 70}}) {
+                  Shape{8, 256, 1}, Shape{130, 512, 8}, Shape{33, 256, 80}}) {
     check_matmul(isa, type, s, two, false);
     check_matmul(isa, type, s, three, false);
     check_matmul(isa, type, s, two, true);
