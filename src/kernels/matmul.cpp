@@ -128,8 +128,10 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
+  // Stretches are an even number of panels: a panel left over goes through the slower
+  // one-panel tile (a 5-panel stretch sent a fifth of FFN-down's panels there).
   const int64_t stretch =
-      n_tokens > chunk ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / group_bytes)) : units.total();
+      n_tokens > chunk ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / group_bytes) / 2 * 2) : units.total();
   pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
