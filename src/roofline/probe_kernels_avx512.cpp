@@ -45,43 +45,41 @@ double f32_fma(int64_t iterations) {
   return lane_sum<float>(s);
 }
 
+// Sixteen chains c_j = start(j), each advanced `iterations` times by step, four at a
+// time (TPS_FOUR_CHAINS); their sum by add. Named locals, not an array: see
+// probe_kernels.h.
+template <typename V, typename Start, typename Step, typename Add>
+V sixteen_chains(int64_t iterations, Start start, Step step, Add add) {
+  V c0 = start(0), c1 = start(1), c2 = start(2), c3 = start(3), c4 = start(4), c5 = start(5), c6 = start(6),
+    c7 = start(7), c8 = start(8), c9 = start(9), c10 = start(10), c11 = start(11), c12 = start(12), c13 = start(13),
+    c14 = start(14), c15 = start(15);
+  for (int64_t i = 0; i < iterations; ++i) {
+    step(c0, c1, c2, c3);
+    step(c4, c5, c6, c7);
+    step(c8, c9, c10, c11);
+    step(c12, c13, c14, c15);
+  }
+  V s = c0;
+  for (V c : {c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}) s = add(s, c);
+  return s;
+}
+
 // Called only where the CPU has AVX512_BF16 (compute_kernels_avx512 checks).
 [[gnu::target("avx512bf16")]] double bf16_dot(int64_t iterations) {
-  __m512 c0 = _mm512_set1_ps(0.0f), c1 = _mm512_set1_ps(0.001f), c2 = _mm512_set1_ps(0.002f),
-         c3 = _mm512_set1_ps(0.003f), c4 = _mm512_set1_ps(0.004f), c5 = _mm512_set1_ps(0.005f),
-         c6 = _mm512_set1_ps(0.006f), c7 = _mm512_set1_ps(0.007f), c8 = _mm512_set1_ps(0.008f),
-         c9 = _mm512_set1_ps(0.009f), c10 = _mm512_set1_ps(0.010f), c11 = _mm512_set1_ps(0.011f),
-         c12 = _mm512_set1_ps(0.012f), c13 = _mm512_set1_ps(0.013f), c14 = _mm512_set1_ps(0.014f),
-         c15 = _mm512_set1_ps(0.015f);
   const __m512bh a = _mm512_cvtne2ps_pbh(_mm512_set1_ps(1e-3f), _mm512_set1_ps(2e-3f));
   const __m512bh b = _mm512_cvtne2ps_pbh(_mm512_set1_ps(3e-3f), _mm512_set1_ps(1e-3f));
-  for (int64_t i = 0; i < iterations; ++i) {
-    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c0, c1, c2, c3);
-    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c4, c5, c6, c7);
-    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c8, c9, c10, c11);
-    TPS_FOUR_CHAINS("vdpbf16ps", a, b, c12, c13, c14, c15);
-  }
-  __m512 s = c0;
-  for (__m512 c : {c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}) s = _mm512_add_ps(s, c);
-  return lane_sum<float>(s);
+  return lane_sum<float>(sixteen_chains<__m512>(
+      iterations, [](int j) { return _mm512_set1_ps(0.001f * static_cast<float>(j)); },
+      [&](__m512& w, __m512& x, __m512& y, __m512& z) { TPS_FOUR_CHAINS("vdpbf16ps", a, b, w, x, y, z); },
+      [](__m512 x, __m512 y) { return _mm512_add_ps(x, y); }));
 }
 
 double int8_vnni(int64_t iterations) {
-  __m512i c0 = _mm512_set1_epi32(0), c1 = _mm512_set1_epi32(1), c2 = _mm512_set1_epi32(2), c3 = _mm512_set1_epi32(3),
-          c4 = _mm512_set1_epi32(4), c5 = _mm512_set1_epi32(5), c6 = _mm512_set1_epi32(6), c7 = _mm512_set1_epi32(7),
-          c8 = _mm512_set1_epi32(8), c9 = _mm512_set1_epi32(9), c10 = _mm512_set1_epi32(10),
-          c11 = _mm512_set1_epi32(11), c12 = _mm512_set1_epi32(12), c13 = _mm512_set1_epi32(13),
-          c14 = _mm512_set1_epi32(14), c15 = _mm512_set1_epi32(15);
   const __m512i a = _mm512_set1_epi8(3), b = _mm512_set1_epi8(-2);
-  for (int64_t i = 0; i < iterations; ++i) {
-    TPS_FOUR_CHAINS("vpdpbusd", a, b, c0, c1, c2, c3);
-    TPS_FOUR_CHAINS("vpdpbusd", a, b, c4, c5, c6, c7);
-    TPS_FOUR_CHAINS("vpdpbusd", a, b, c8, c9, c10, c11);
-    TPS_FOUR_CHAINS("vpdpbusd", a, b, c12, c13, c14, c15);
-  }
-  __m512i s = c0;
-  for (__m512i c : {c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, c14, c15}) s = _mm512_add_epi32(s, c);
-  return lane_sum<int32_t>(s);
+  return lane_sum<int32_t>(sixteen_chains<__m512i>(
+      iterations, [](int j) { return _mm512_set1_epi32(j); },
+      [&](__m512i& w, __m512i& x, __m512i& y, __m512i& z) { TPS_FOUR_CHAINS("vpdpbusd", a, b, w, x, y, z); },
+      [](__m512i x, __m512i y) { return _mm512_add_epi32(x, y); }));
 }
 
 }  // namespace
