@@ -129,4 +129,17 @@ TEST(Probe, AvxVnniInt8LoopDoesTheWorkItCounts) {
   for (int64_t n : {1, 10, 1000}) EXPECT_EQ(k.run(n), 66.0 - 12 * 24.0 * double(n)) << n;
 }
 
+// The AVX-512 int8 loop: 16 chains from j = 0..15 in each of 16 lanes, each step
+// adding 4 products of 3 x -2 per lane.
+TEST(Probe, Avx512Int8LoopDoesTheWorkItCounts) {
+  if (!detect_cpu().avx512_vnni) GTEST_SKIP() << "CPU lacks AVX512_VNNI";
+  for (const ComputeKernel& k : compute_kernels_avx512()) {
+    if (k.path != std::string("int8")) continue;
+    EXPECT_EQ(k.ops_per_iteration, 16 * 64 * 2.0);
+    for (int64_t n : {1, 10, 1000}) EXPECT_EQ(k.run(n), 16 * 16 * 7.5 - 16 * 16 * 24.0 * double(n)) << n;
+    return;
+  }
+  FAIL() << "no int8 kernel on a CPU with AVX512_VNNI";
+}
+
 }  // namespace tps
