@@ -12,15 +12,25 @@ namespace tps {
 
 namespace fs = std::filesystem;
 
+std::optional<LoadedProfile> cached_profile(const std::string& dir,
+                                            const std::function<void(const std::string&)>& status) {
+  for (const char* name : {"profile.json", "profile-quick.json"}) {
+    const fs::path p = fs::path(dir) / name;
+    if (!fs::exists(p)) continue;
+    HardwareProfile profile = load_profile(p.string());
+    if (profile.probe_version >= kProbeVersion) return LoadedProfile{profile, "profile " + p.string()};
+    status(fmt::format("{} is from an older probe (version {}, now {}): not used", p.string(), profile.probe_version,
+                       kProbeVersion));
+  }
+  return std::nullopt;
+}
+
 LoadedProfile find_or_probe_profile(const std::string& path, int threads,
                                     const std::function<void(const std::string&)>& status) {
   if (!path.empty()) return {load_profile(path), "profile " + path};
   const fs::path dir = tps_cache_dir();
-  for (const char* name : {"profile.json", "profile-quick.json"}) {
-    fs::path p = dir / name;
-    if (fs::exists(p)) return {load_profile(p.string()), "profile " + p.string()};
-  }
-  status("no hardware profile: measuring bandwidth and peaks (quick probe, once)");
+  if (std::optional<LoadedProfile> cached = cached_profile(dir.string(), status)) return *cached;
+  status("no current hardware profile: measuring bandwidth and peaks (quick probe, once)");
   ProbeOptions options;
   options.quick = true;
   options.threads = threads;

@@ -3,6 +3,7 @@
 // the cache directory), or a quick probe made on the spot and cached for next time.
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "bench/bench_cost.h"
@@ -19,6 +20,11 @@ struct LoadedProfile {
 // on up to `threads` threads, saved as <cache>/profile-quick.json.
 LoadedProfile find_or_probe_profile(const std::string& path, int threads,
                                     const std::function<void(const std::string&)>& status);
+
+// <dir>/profile.json, else <dir>/profile-quick.json, if one was measured by this version
+// of the probe (kProbeVersion); an older one is skipped with a status line.
+std::optional<LoadedProfile> cached_profile(const std::string& dir,
+                                            const std::function<void(const std::string&)>& status);
 
 // The compute path a weight type's matmuls run on: "int8" for block-quantized weights
 // (activations are quantized to 8 bits), "bf16" for BF16, "f32" otherwise.

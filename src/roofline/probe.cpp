@@ -270,6 +270,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
   }
   return {
       {"schema", "tps.profile/1"},
+      {"probe_version", p.probe_version},
       {"created", p.created},
       {"quick", p.quick},
       {"load_average_1m", p.load_average},
@@ -308,6 +309,7 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
   HardwareProfile p;
   std::string schema = field<std::string>(j, "schema", "the profile");
   if (schema != "tps.profile/1") fail("profile: unknown schema '{}' (expected tps.profile/1)", schema);
+  p.probe_version = j.value("probe_version", 1);
   p.created = j.value("created", "");
   p.quick = j.value("quick", false);
   p.load_average = j.value("load_average_1m", 0.0);

@@ -12,6 +12,7 @@
 
 #include "bench/bench_cost.h"
 #include "bench/bench_plan.h"
+#include "bench/bench_roofs.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
 #include "model/synth.h"
@@ -104,6 +105,35 @@ TEST(BenchCost, BytesOpsAndBound) {
   EXPECT_NEAR(f.mfu, c.ops_per_token * 40 / 1e12, 1e-12);
   RooflineFigures p = roofline_figures(case_cost(m, pp), roofs, 100.0);
   EXPECT_TRUE(p.compute_bound);
+}
+
+// A profile the bench cached from an older probe (one whose int8 peak read low) is not
+// used: the next one in the cache is, or none.
+TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
+  const fs::path dir = fs::temp_directory_path() / ("tps_profile_cache_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  HardwareProfile p;
+  p.cpu.model = "test cpu";
+  p.cpu.logical_cpus = 2;
+  p.cpu.memory_bytes = int64_t{1} << 34;
+  p.threads = 2;
+  p.dram_read_gbps = 30;
+  nlohmann::json old = profile_to_json(p);
+  old.erase("probe_version");  // as the probe wrote them before it had a version
+  std::ofstream(dir / "profile.json") << old.dump();
+  std::vector<std::string> lines;
+  auto status = [&](const std::string& s) { lines.push_back(s); };
+  EXPECT_FALSE(cached_profile(dir.string(), status).has_value());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("older probe (version 1, now " + std::to_string(kProbeVersion)), std::string::npos)
+      << lines[0];
+
+  std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
+  const std::optional<LoadedProfile> cached = cached_profile(dir.string(), status);
+  ASSERT_TRUE(cached.has_value());
+  EXPECT_EQ(cached->profile.probe_version, kProbeVersion);
+  EXPECT_NE(cached->source.find("profile-quick.json"), std::string::npos) << cached->source;
+  fs::remove_all(dir);
 }
 
 // The command on a tiny synthesized model with a made-up hardware profile (no probing).
