@@ -107,17 +107,25 @@ TEST(BenchCost, BytesOpsAndBound) {
   EXPECT_TRUE(p.compute_bound);
 }
 
-// A profile the bench cached from an older probe (one whose int8 peak read low) is not
-// used: the next one in the cache is, or none.
-TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
-  const fs::path dir = fs::temp_directory_path() / ("tps_profile_cache_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+// A made-up hardware profile of a 2-CPU machine (no probing).
+HardwareProfile test_profile() {
   HardwareProfile p;
   p.cpu.model = "test cpu";
   p.cpu.logical_cpus = 2;
   p.cpu.memory_bytes = int64_t{1} << 34;
   p.threads = 2;
   p.dram_read_gbps = 30;
+  p.bandwidth = {{int64_t{1} << 22, 1, 60}, {int64_t{1} << 30, 1, 15}, {int64_t{1} << 22, 2, 120}, {int64_t{1} << 30, 2, 30}};
+  p.peaks = {{"f32", "avx512", "measured", {{1, 1e11}, {2, 2e11}}}, {"int8", "vnni", "measured", {{1, 4e11}, {2, 8e11}}}};
+  return p;
+}
+
+// A profile the bench cached from an older probe (one whose int8 peak read low) is not
+// used: the next one in the cache is, or none.
+TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
+  const fs::path dir = fs::temp_directory_path() / ("tps_profile_cache_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const HardwareProfile p = test_profile();
   nlohmann::json old = profile_to_json(p);
   old.erase("probe_version");  // as the probe wrote them before it had a version
   std::ofstream(dir / "profile.json") << old.dump();
@@ -145,15 +153,7 @@ class BenchCommand : public ::testing::Test {
     ThreadPool pool(2);
     SynthOptions o{*find_model_preset("stories260k"), *parse_weight_scheme("q8_0"), 1, ""};
     synthesize_model(o, model_path(), pool);
-    HardwareProfile p;
-    p.cpu.model = "test cpu";
-    p.cpu.logical_cpus = 2;
-    p.cpu.memory_bytes = int64_t{1} << 34;
-    p.threads = 2;
-    p.dram_read_gbps = 30;
-    p.bandwidth = {{int64_t{1} << 22, 1, 60}, {int64_t{1} << 30, 1, 15}, {int64_t{1} << 22, 2, 120}, {int64_t{1} << 30, 2, 30}};
-    p.peaks = {{"f32", "avx512", "measured", {{1, 1e11}, {2, 2e11}}}, {"int8", "vnni", "measured", {{1, 4e11}, {2, 8e11}}}};
-    std::ofstream(profile_path()) << profile_to_json(p).dump();
+    std::ofstream(profile_path()) << profile_to_json(test_profile()).dump();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
