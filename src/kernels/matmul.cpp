@@ -35,8 +35,16 @@ void check_shape(const WeightMatrix& w) {
     fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
-// The fewest units a thread takes at once from a matrix's guided split.
-constexpr int64_t kMinGrabUnits = 2;
+// fn(u0, u1, thread) over ranges of [0, total) units (16-row panels) that threads take
+// guided, long ones first, as they become free. Ranges start and end at even units
+// (but at total): the kernels take panels in pairs, and a panel left over goes through
+// a slower one-panel tile.
+template <typename F>
+void for_panel_ranges(ThreadPool& pool, int64_t total, F&& fn) {
+  pool.parallel_for_guided((total + 1) / 2, 1, [&](int64_t p0, int64_t p1, int thread) {
+    fn(2 * p0, std::min(total, 2 * p1), thread);
+  });
+}
 // Panel bytes a thread keeps in L2 while a chunk of tokens passes over them.
 constexpr size_t kStretchBytes = 256 * 1024;
 
@@ -132,7 +140,7 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // one-panel tile (a 5-panel stretch sent a fifth of FFN-down's panels there).
   const int64_t stretch =
       n_tokens > chunk ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / group_bytes) / 2 * 2) : units.total();
-  pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
+  for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       const int64_t s1 = std::min(u1, s0 + stretch);
@@ -184,7 +192,7 @@ void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const floa
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
   const int64_t stretch =
       n_tokens > kGroup || !packed ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes)) : units.total();
-  pool.parallel_for_guided(units.total(), kMinGrabUnits, [&](int64_t u0, int64_t u1, int) {
+  for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       units.split(s0, std::min(u1, s0 + stretch), [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
