@@ -45,6 +45,7 @@ void for_panel_ranges(ThreadPool& pool, int64_t total, F&& fn) {
     fn(2 * p0, std::min(total, 2 * p1), thread);
   });
 }
+
 // Panel bytes a thread keeps in L2 while a chunk of tokens passes over them.
 constexpr size_t kStretchBytes = 256 * 1024;
 
@@ -191,7 +192,8 @@ void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const floa
   const bool packed = w0.packed != nullptr;
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
   const int64_t stretch =
-      n_tokens > kGroup || !packed ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes)) : units.total();
+      n_tokens > kGroup || !packed ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes) / 2 * 2)
+                                   : units.total();
   for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
