@@ -142,52 +142,46 @@ struct QuantizedTokens {
   Q8Activations a;
 };
 
-// Two 16-row panels of 2048 columns times a group of tokens (IsaKernels::panels), again
-// and again on one thread, from cache: the integer kernel's compute rate with no memory
-// stream or second thread in the way, to set against the int8 peak per thread of
-// `tps probe`.
-void BM_PanelTile(benchmark::State& state, GgmlType type) {
-  constexpr int64_t kCols = 2048, kTokens = Q8Activations::kGroup;
+constexpr int64_t kPanelBenchCols = 2048;
+
+// Two 16-row panels of kPanelBenchCols columns times `tokens` tokens
+// (IsaKernels::panels), again and again on one thread, with the weights in cache.
+// Returns one panel's bytes, or 0 where the ISA has no panel kernels (the benchmark is
+// then skipped).
+size_t run_two_panels(benchmark::State& state, GgmlType type, int64_t tokens) {
   const IsaKernels* k = kernels_for(active_isa());
   if (k == nullptr) {
     state.SkipWithError("the scalar path has no panel kernels");
-    return;
+    return 0;
   }
   Matrix m;
-  init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
+  init_matrix(m, type, 2 * kPanelRows, kPanelBenchCols, random_weights(type, 2 * kPanelRows, kPanelBenchCols));
   const PanelLayout& layout = m.packed.layout();
-  const QuantizedTokens x(*k, kTokens, kCols, layout.offset);
-  std::vector<float> y(kTokens * 2 * kPanelRows);
+  const QuantizedTokens x(*k, tokens, kPanelBenchCols, layout.offset);
+  std::vector<float> y(static_cast<size_t>(tokens * 2 * kPanelRows));
   for (auto _ : state) {
-    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, kTokens, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, tokens, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
-  state.counters["op/s"] =
-      benchmark::Counter(2.0 * 2 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(isa_name(active_isa()));
+  return m.packed.group_bytes();
 }
 
-// One token through two panels side by side (the decode kernel) with the weights in
-// cache, on one thread: the panel bytes per second its compute could consume, which
-// must stay well above a thread's share of the DRAM read.
+// A group of tokens: the integer kernel's compute rate with no memory stream or second
+// thread in the way, to set against the int8 peak per thread of `tps probe`.
+void BM_PanelTile(benchmark::State& state, GgmlType type) {
+  constexpr int64_t kTokens = Q8Activations::kGroup;
+  if (run_two_panels(state, type, kTokens) == 0) return;
+  state.counters["op/s"] =
+      benchmark::Counter(2.0 * 2 * kPanelRows * kPanelBenchCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// One token (the decode kernel): the panel bytes per second its compute could consume,
+// which must stay well above a thread's share of the DRAM read.
 void BM_PanelPair(benchmark::State& state, GgmlType type) {
-  constexpr int64_t kCols = 2048;
-  const IsaKernels* k = kernels_for(active_isa());
-  if (k == nullptr) {
-    state.SkipWithError("the scalar path has no panel kernels");
-    return;
-  }
-  Matrix m;
-  init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
-  const PanelLayout& layout = m.packed.layout();
-  const QuantizedTokens x(*k, 1, kCols, layout.offset);
-  std::vector<float> y(2 * kPanelRows);
-  for (auto _ : state) {
-    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, 1, y.data(), 2 * kPanelRows, 0, kPanelRows);
-    benchmark::ClobberMemory();
-  }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * m.packed.group_bytes()));
-  state.SetLabel(isa_name(active_isa()));
+  const size_t panel_bytes = run_two_panels(state, type, 1);
+  if (panel_bytes == 0) return;
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * 2 * panel_bytes));
 }
 
 // Two float panels of 256 columns times one group of interleaved tokens, again and

@@ -148,10 +148,10 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t t1 = std::min(n_tokens, t0 + chunk);
         units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
-          // Panel g, packed into the buffer's first or second half if need be.
-          auto panel = [&](int64_t g, size_t half) -> const uint8_t* {
+          // Panel g, packed into slot 0 or 1 of the buffer if need be.
+          auto panel = [&](int64_t g, size_t slot) -> const uint8_t* {
             if (p.w.packed != nullptr) return p.w.packed->group(g);
-            uint8_t* buf = scratch(panel_buffer, 2 * group_bytes) + half * group_bytes;
+            uint8_t* buf = scratch(panel_buffer, 2 * group_bytes) + slot * group_bytes;
             pack_panel(p.w, g, buf);
             return buf;
           };
