@@ -167,13 +167,14 @@ size_t run_two_panels(benchmark::State& state, GgmlType type, int64_t tokens) {
   return m.packed.group_bytes();
 }
 
-// A group of tokens: the integer kernel's compute rate with no memory stream or second
-// thread in the way, to set against the int8 peak per thread of `tps probe`.
+// range(0) tokens (a group; 16: batched decode's 6 + 6 + 4): the integer kernel's
+// compute rate with no memory stream or second thread in the way, to set against the
+// int8 peak per thread of `tps probe`.
 void BM_PanelTile(benchmark::State& state, GgmlType type) {
-  constexpr int64_t kTokens = Q8Activations::kGroup;
-  if (run_two_panels(state, type, kTokens) == 0) return;
+  const int64_t tokens = state.range(0);
+  if (run_two_panels(state, type, tokens) == 0) return;
   state.counters["op/s"] =
-      benchmark::Counter(2.0 * 2 * kPanelRows * kPanelBenchCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * 2 * kPanelRows * kPanelBenchCols * tokens, benchmark::Counter::kIsIterationInvariantRate);
 }
 
 // One token (the decode kernel): the panel bytes per second its compute could consume,
@@ -232,7 +233,7 @@ TPS_MATMUL_BENCH(bf16, kBF16);
 
 // The panel kernels of the integer paths, one per panel shape.
 #define TPS_PANEL_BENCH(name, type)                     \
-  BENCHMARK_CAPTURE(BM_PanelTile, name, GgmlType::type); \
+  BENCHMARK_CAPTURE(BM_PanelTile, name, GgmlType::type)->Arg(Q8Activations::kGroup)->Arg(16); \
   BENCHMARK_CAPTURE(BM_PanelPair, name, GgmlType::type)
 
 TPS_PANEL_BENCH(q4_0, kQ4_0);

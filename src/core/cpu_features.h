@@ -12,6 +12,7 @@ struct CpuFeatures {
   bool avx2 = false, fma = false;
   bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false, avx512vnni = false, avx512bf16 = false;
   bool avx_vnni = false;  // VEX-encoded vpdpbusd on 256 bits
+  bool gfni = false;      // Galois-field byte instructions (gf2p8affineqb: any bit matrix per byte)
   bool amx_tile = false, amx_int8 = false, amx_bf16 = false;  // the CPU's; the OS must also grant tile state
 };
 
@@ -29,7 +30,8 @@ inline CpuFeatures read_cpu_features() {
   f.avx512bf16 = __builtin_cpu_supports("avx512bf16");
   unsigned a, b, c, d;
   if (__get_cpuid_count(7, 1, &a, &b, &c, &d)) f.avx_vnni = ((a >> 4) & 1u) != 0;  // EAX bit 4
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {                                  // EDX bits 22, 24, 25
+  if (__get_cpuid_count(7, 0, &a, &b, &c, &d)) {  // ECX bit 8; EDX bits 22, 24, 25
+    f.gfni = ((c >> 8) & 1u) != 0;
     f.amx_bf16 = ((d >> 22) & 1u) != 0;
     f.amx_tile = ((d >> 24) & 1u) != 0;
     f.amx_int8 = ((d >> 25) & 1u) != 0;

@@ -16,9 +16,11 @@ namespace {
 
 struct Support {
   bool flags[kIsaCount];
+  bool gfni;
   AmxStatus amx = AmxStatus::kAbsent;
   Support() {
     const CpuFeatures f = read_cpu_features();
+    gfni = f.gfni;
     for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
     bool& has_amx = flags[static_cast<int>(Isa::kAmx)];
     if (has_amx) amx = !request_amx_tile_state() ? AmxStatus::kNotGranted
@@ -82,12 +84,14 @@ bool isa_runs_on(Isa isa, const CpuFeatures& f) {
     case Isa::kAvx2: return avx2;
     case Isa::kAvxVnni: return avx2 && f.avx_vnni;
     case Isa::kAvx512: return avx512;
-    case Isa::kAmx: return avx512 && f.amx_tile && f.amx_int8 && f.amx_bf16;
+    case Isa::kAmx: return avx512 && f.gfni && f.amx_tile && f.amx_int8 && f.amx_bf16;
   }
   return false;
 }
 
 bool cpu_supports(Isa isa) { return support().flags[static_cast<int>(isa)]; }
+
+bool cpu_has_gfni() { return support().gfni; }
 
 AmxStatus amx_status() { return support().amx; }
 

@@ -15,8 +15,11 @@ namespace tps {
 const IsaKernels* kernels_for(Isa isa) {
   if (isa >= Isa::kAmx)
     if (const IsaKernels* k = isa_kernels_amx()) return k;
-  if (isa >= Isa::kAvx512)
+  if (isa >= Isa::kAvx512) {
+    if (cpu_has_gfni())
+      if (const IsaKernels* k = isa_kernels_avx512_gfni()) return k;
     if (const IsaKernels* k = isa_kernels_avx512()) return k;
+  }
   // AVX-512 CPUs need not have AVX-VNNI (Ice Lake has not).
   if (isa >= Isa::kAvxVnni && cpu_supports(Isa::kAvxVnni))
     if (const IsaKernels* k = isa_kernels_avx_vnni()) return k;

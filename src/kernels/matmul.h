@@ -21,6 +21,8 @@ const char* isa_name(Isa isa);
 // The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx_vnni|avx512|amx caps it.
 Isa active_isa();
 bool cpu_supports(Isa isa);
+// Whether this CPU has GFNI, which the AVX-512 kernels use where it is there.
+bool cpu_has_gfni();
 // Whether a CPU with features f runs the kernels of `isa` (cpu_supports asks it of this
 // CPU, and for AMX also the OS's grant of the tile state).
 bool isa_runs_on(Isa isa, const CpuFeatures& f);

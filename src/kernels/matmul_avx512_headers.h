@@ -1,6 +1,7 @@
 #pragma once
 // What the files that compile the AVX-512 panel kernels (matmul_avx512_panels.inc)
-// include first: matmul_avx512.cpp, matmul_amx.cpp, matmul_amx_emulated_avx512.cpp.
+// include first: matmul_avx512.cpp, matmul_avx512_gfni.cpp, matmul_amx.cpp,
+// matmul_amx_emulated_avx512.cpp.
 
 // GCC 12's AVX-512 headers build casts and reductions from self-initialized
 // "undefined" vectors, which -Wall reports once inlined: a spurious warning.

@@ -196,6 +196,9 @@ void float_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, i
 const IsaKernels* isa_kernels_avx2();
 const IsaKernels* isa_kernels_avx_vnni();
 const IsaKernels* isa_kernels_avx512();
+// The AVX-512 kernels with GFNI (4-bit codes unpacked in fewer instructions): the
+// dispatcher's AVX-512 choice where the CPU has GFNI.
+const IsaKernels* isa_kernels_avx512_gfni();
 const IsaKernels* isa_kernels_amx();
 // The AMX kernels over the software model of the tiles (amx_tiles.h): needs AVX-512
 // only; for tests.

@@ -164,6 +164,34 @@ TEST_P(MatmulPaths, EachTokenGetsWhatItGetsAlone) {
   }
 }
 
+// The AVX-512 kernels built with GFNI (the dispatcher's choice where the CPU has it)
+// and without (Cascade Lake's) unpack the same codes: every integer-path output agrees
+// bit for bit, for two panels and a leftover one (40 rows), and every tile the driver
+// forms. MatchesReference checks the dispatcher's choice against the reference.
+TEST(MatmulAvx512, GfniKernelsMatchThePlainOnesBitForBit) {
+  if (!cpu_supports(Isa::kAvx512) || !cpu_has_gfni()) GTEST_SKIP() << "CPU lacks avx512 or gfni";
+  ASSERT_EQ(kernels_for(Isa::kAvx512), isa_kernels_avx512_gfni());
+  ThreadPool pool(2);
+  const int64_t rows = 40, cols = 512;
+  for (GgmlType type : kTypes) {
+    if (panel_layout(type) == nullptr) continue;
+    const auto m = random_matrix(type, rows, cols, 11, pool);
+    for (bool packed : {true, false}) {
+      WeightMatrix w = m->w;
+      if (!packed) w.packed = nullptr;
+      for (int64_t tokens : {1, 5, 12, 16, 23}) {
+        const auto x = gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
+        std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
+        matmul_parts_with(isa_kernels_avx512(), {{&w, want.data()}}, x.data(), tokens, pool);
+        matmul_parts_with(isa_kernels_avx512_gfni(), {{&w, got.data()}}, x.data(), tokens, pool);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << type_name(type) << ", packed " << packed << ", " << tokens << " tokens, output "
+                                     << i;
+      }
+    }
+  }
+}
+
 // One token's quantized activations, contiguous (stride 1).
 struct Q8Buffers {
   explicit Q8Buffers(int64_t cols)
@@ -285,9 +313,12 @@ TEST(Isa, EachPathNeedsWhatItsKernelsUseAndNoMore) {
   skylake_x.avx512f = skylake_x.avx512bw = skylake_x.avx512vl = skylake_x.avx512dq = true;
   CpuFeatures ice_lake = skylake_x;
   ice_lake.avx512vnni = true;
+  ice_lake.gfni = true;
   CpuFeatures sapphire_rapids = ice_lake;
   sapphire_rapids.avx512bf16 = sapphire_rapids.avx_vnni = true;
   sapphire_rapids.amx_tile = sapphire_rapids.amx_int8 = sapphire_rapids.amx_bf16 = true;
+  CpuFeatures amx_without_gfni = sapphire_rapids;  // no such CPU; the AMX build uses GFNI
+  amx_without_gfni.gfni = false;
   CpuFeatures no_fma = haswell;
   no_fma.fma = false;
 
@@ -305,6 +336,7 @@ TEST(Isa, EachPathNeedsWhatItsKernelsUseAndNoMore) {
   EXPECT_EQ(best(ice_lake), Isa::kAvx512);
   EXPECT_FALSE(isa_runs_on(Isa::kAvxVnni, ice_lake));
   EXPECT_EQ(best(sapphire_rapids), Isa::kAmx);
+  EXPECT_EQ(best(amx_without_gfni), Isa::kAvx512);
 }
 
 }  // namespace
