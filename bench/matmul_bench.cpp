@@ -1,6 +1,7 @@
 // Matmul micro-benchmarks on TinyLlama-1.1B shapes, 2 threads, the active ISA (cap it
 // with TPS_ISA). GEMV cycles through enough copies of the matrix to stream from DRAM,
 // and reports GB/s of weights next to a plain streaming-read probe of this machine;
+// GEMM streamed does the same with 16 tokens (batched decode) and also reports MAC/s;
 // GEMM (512 tokens, prefill) reports MAC/s and the matmul-only tokens/s of a whole
 // TinyLlama forward pass (1.03 GMAC per token) at that rate; the panel tile, the integer
 // kernels' op/s on one thread with the weights in cache; the panel pair, the decode
@@ -90,7 +91,16 @@ std::vector<float> activations(int64_t n) {
   return x;
 }
 
-void BM_Gemv(benchmark::State& state, GgmlType type) {
+void set_mac_rate(benchmark::State& state, int64_t rows, int64_t cols, int64_t tokens) {
+  double macs = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(tokens);
+  state.counters["MAC/s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
+  state.counters["model_tok/s"] =
+      benchmark::Counter(macs / kTinyLlamaMacsPerToken, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+// `tokens` tokens through copies of one matrix that together exceed the caches, one
+// copy after another: the weights stream from memory, as in decode.
+void run_streamed(benchmark::State& state, GgmlType type, int64_t tokens) {
   const int64_t rows = state.range(0), cols = state.range(1);
   const size_t bytes = row_bytes(type, cols) * static_cast<size_t>(rows);
   // Copies of one matrix (quantizing is slow); only their addresses matter.
@@ -98,16 +108,24 @@ void BM_Gemv(benchmark::State& state, GgmlType type) {
   const size_t copies = std::max<size_t>(2, kStreamBytes / bytes);
   std::vector<Matrix> ms(copies);
   for (auto& m : ms) init_matrix(m, type, rows, cols, data);
-  auto x = activations(cols);
-  std::vector<float> y(static_cast<size_t>(rows));
+  auto x = activations(tokens * cols);
+  std::vector<float> y(static_cast<size_t>(rows * tokens));
   size_t i = 0;
   for (auto _ : state) {
-    matmul(ms[i].w, x.data(), 1, y.data(), pool());
+    matmul(ms[i].w, x.data(), tokens, y.data(), pool());
     i = (i + 1) % copies;
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
   state.SetLabel(isa_name(active_isa()));
+}
+
+void BM_Gemv(benchmark::State& state, GgmlType type) { run_streamed(state, type, 1); }
+
+// Batched decode: range(2) tokens (16: B=16), the weights from memory as for one.
+void BM_GemmStreamed(benchmark::State& state, GgmlType type) {
+  run_streamed(state, type, state.range(2));
+  set_mac_rate(state, state.range(0), state.range(1), state.range(2));
 }
 
 void BM_Gemm(benchmark::State& state, GgmlType type) {
@@ -120,10 +138,7 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
     matmul(m.w, x.data(), tokens, y.data(), pool());
     benchmark::ClobberMemory();
   }
-  double macs = static_cast<double>(rows) * static_cast<double>(cols) * static_cast<double>(tokens);
-  state.counters["MAC/s"] = benchmark::Counter(macs, benchmark::Counter::kIsIterationInvariantRate);
-  state.counters["model_tok/s"] =
-      benchmark::Counter(macs / kTinyLlamaMacsPerToken, benchmark::Counter::kIsIterationInvariantRate);
+  set_mac_rate(state, rows, cols, tokens);
   state.SetLabel(isa_name(active_isa()));
 }
 
@@ -217,8 +232,14 @@ void shapes_gemm(benchmark::internal::Benchmark* b) {
   b->ComputeStatistics("min", min_of);
 }
 
-#define TPS_MATMUL_BENCH(name, type)                                 \
-  BENCHMARK_CAPTURE(BM_Gemv, name, GgmlType::type)->Apply(shapes_gemv); \
+void shapes_streamed(benchmark::internal::Benchmark* b) {
+  b->Args({5632, 2048, 16})->Args({2048, 5632, 16})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  b->ComputeStatistics("min", min_of);
+}
+
+#define TPS_MATMUL_BENCH(name, type)                                                \
+  BENCHMARK_CAPTURE(BM_Gemv, name, GgmlType::type)->Apply(shapes_gemv);             \
+  BENCHMARK_CAPTURE(BM_GemmStreamed, name, GgmlType::type)->Apply(shapes_streamed); \
   BENCHMARK_CAPTURE(BM_Gemm, name, GgmlType::type)->Apply(shapes_gemm)
 
 TPS_MATMUL_BENCH(q4_0, kQ4_0);
