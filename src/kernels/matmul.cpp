@@ -52,6 +52,13 @@ void for_panel_ranges(ThreadPool& pool, int64_t total, F&& fn) {
 // Panel bytes a thread keeps in L2 while a chunk of tokens passes over them.
 constexpr size_t kStretchBytes = 256 * 1024;
 
+// Panels per stretch: as many as fit in kStretchBytes, an even number and at least 2 (a
+// panel left over goes through the slower one-panel tile: a 5-panel stretch sent a
+// fifth of FFN-down's panels there).
+int64_t stretch_panels(size_t panel_bytes) {
+  return std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes) / 2 * 2);
+}
+
 // row_bytes 0 means rows are packed back to back.
 WeightMatrix with_row_bytes(const WeightMatrix& w) {
   WeightMatrix m = w;
@@ -140,10 +147,7 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   const size_t group_bytes = layout.group_bytes(cols);
   const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
-  // Stretches are an even number of panels: a panel left over goes through the slower
-  // one-panel tile (a 5-panel stretch sent a fifth of FFN-down's panels there).
-  const int64_t stretch =
-      n_tokens > chunk ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / group_bytes) / 2 * 2) : units.total();
+  const int64_t stretch = n_tokens > chunk ? stretch_panels(group_bytes) : units.total();
   for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
@@ -194,9 +198,7 @@ void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const floa
   }
   const bool packed = w0.packed != nullptr;
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
-  const int64_t stretch =
-      n_tokens > kGroup || !packed ? std::max<int64_t>(2, static_cast<int64_t>(kStretchBytes / panel_bytes) / 2 * 2)
-                                   : units.total();
+  const int64_t stretch = n_tokens > kGroup || !packed ? stretch_panels(panel_bytes) : units.total();
   for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {

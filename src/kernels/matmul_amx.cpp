@@ -40,6 +40,6 @@ struct HardwareTiles {
 
 }  // namespace
 
-const IsaKernels* isa_kernels_amx() { return tile_kernels<HardwareTiles>(); }
+const IsaKernels* isa_kernels_amx() { return avx512_kernels_with<tile_panels<HardwareTiles>>(); }
 
 }  // namespace tps

@@ -12,6 +12,6 @@ namespace {
 
 }  // namespace
 
-const IsaKernels* isa_kernels_amx_emulated() { return tile_kernels<EmulatedTiles>(); }
+const IsaKernels* isa_kernels_amx_emulated() { return avx512_kernels_with<tile_panels<EmulatedTiles>>(); }
 
 }  // namespace tps

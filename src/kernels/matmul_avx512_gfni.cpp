@@ -13,13 +13,6 @@ namespace {
 
 }  // namespace
 
-const IsaKernels* isa_kernels_avx512_gfni() {
-  static const IsaKernels kernels = [] {
-    IsaKernels k = *isa_kernels_avx512();
-    k.panels = panels_for<VnniDot>;
-    return k;
-  }();
-  return &kernels;
-}
+const IsaKernels* isa_kernels_avx512_gfni() { return avx512_kernels_with<panels_for<VnniDot>>(); }
 
 }  // namespace tps
