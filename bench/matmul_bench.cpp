@@ -14,7 +14,7 @@
 #include <random>
 #include <vector>
 
-#include "core/thread_pool.h"
+#include "bench_pool.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/packed_weights.h"
@@ -26,15 +26,9 @@ namespace {
 constexpr size_t kStreamBytes = size_t{256} << 20;  // well past the L3
 constexpr double kTinyLlamaMacsPerToken = 1.03e9;
 
-// 2 threads, as the bars are set; TPS_THREADS overrides (e.g. 1 on a busy machine).
 // On a shared machine the best of several repetitions is the figure to compare:
 // run with --benchmark_repetitions=N and read the _min rows.
 double min_of(const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); }
-
-ThreadPool& pool() {
-  static ThreadPool p(std::getenv("TPS_THREADS") != nullptr ? std::atoi(std::getenv("TPS_THREADS")) : 2);
-  return p;
-}
 
 // Streaming read of kStreamBytes on both threads: the bandwidth GEMV should reach.
 void BM_ReadBandwidth(benchmark::State& state) {
@@ -42,7 +36,7 @@ void BM_ReadBandwidth(benchmark::State& state) {
   uint64_t sink = 0;
   for (auto _ : state) {
     uint64_t sums[2] = {};
-    pool().parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int ti) {
+    bench_pool().parallel_for(static_cast<int64_t>(buffer.size()), 4096, [&](int64_t b, int64_t e, int ti) {
       uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
       for (int64_t i = b; i < e; i += 4) s0 ^= buffer[i], s1 ^= buffer[i + 1], s2 ^= buffer[i + 2], s3 ^= buffer[i + 3];
       sums[ti] = s0 ^ s1 ^ s2 ^ s3;
@@ -79,7 +73,7 @@ std::vector<uint8_t> random_weights(GgmlType type, int64_t rows, int64_t cols) {
 void init_matrix(Matrix& m, GgmlType type, int64_t rows, int64_t cols, std::vector<uint8_t> data) {
   m.data = std::move(data);
   m.w = WeightMatrix{type, rows, cols, m.data.data(), row_bytes(type, cols)};
-  m.packed = pack_weights(m.w, &pool());
+  m.packed = pack_weights(m.w, &bench_pool());
   if (!m.packed.empty()) m.w.packed = &m.packed;
 }
 
@@ -112,7 +106,7 @@ void run_streamed(benchmark::State& state, GgmlType type, int64_t tokens) {
   std::vector<float> y(static_cast<size_t>(rows * tokens));
   size_t i = 0;
   for (auto _ : state) {
-    matmul(ms[i].w, x.data(), tokens, y.data(), pool());
+    matmul(ms[i].w, x.data(), tokens, y.data(), bench_pool());
     i = (i + 1) % copies;
     benchmark::ClobberMemory();
   }
@@ -135,7 +129,7 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
   auto x = activations(tokens * cols);
   std::vector<float> y(static_cast<size_t>(rows * tokens));
   for (auto _ : state) {
-    matmul(m.w, x.data(), tokens, y.data(), pool());
+    matmul(m.w, x.data(), tokens, y.data(), bench_pool());
     benchmark::ClobberMemory();
   }
   set_mac_rate(state, rows, cols, tokens);
