@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -192,38 +193,51 @@ TEST(MatmulAvx512, GfniKernelsMatchThePlainOnesBitForBit) {
   }
 }
 
-// One token's quantized activations, contiguous (stride 1).
+// One token's quantized activations, every `stride`-th place as in a group of tokens.
 struct Q8Buffers {
-  explicit Q8Buffers(int64_t cols)
-      : q(cols), d(cols / 32), sum32(cols / 32), zero16(cols / 16), zero32(cols / 32) {}
-  Q8Token token() { return {q.data(), d.data(), sum32.data(), zero16.data(), zero32.data(), 1}; }
+  explicit Q8Buffers(int64_t cols, int64_t stride = 1)
+      : stride(stride),
+        q(cols * stride),
+        d(cols / 32 * stride),
+        sum32(cols / 32 * stride),
+        zero16(cols / 16 * stride),
+        zero32(cols / 32 * stride) {}
+  Q8Token token() { return {q.data(), d.data(), sum32.data(), zero16.data(), zero32.data(), stride}; }
+  int64_t stride;
   std::vector<int8_t> q;
   std::vector<float> d, sum32;
   std::vector<int32_t> zero16, zero32;
 };
 
-// The SIMD activation quantizers must produce exactly the scalar reference's blocks.
+// The SIMD activation quantizers must produce exactly the scalar reference's blocks:
+// 37 blocks are two of AVX-512's groups of 16 and 5 left over; the tokens of a group
+// of 12 sit 12 places apart.
 TEST(QuantizeActivations, SimdMatchesScalar) {
-  const int64_t cols = 256;
+  const int64_t cols = 32 * 37;
   auto x = gaussian(cols, 9);
   x[3] = 0.0f;
-  for (int i = 64; i < 96; ++i) x[i] = 0.0f;  // an all-zero block
-  for (int zero_point : {0, 8, 128}) {
-    Q8Buffers want(cols);
-    quantize_activations_scalar(x.data(), cols, zero_point, want.token());
-    for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
-      if (!cpu_supports(isa)) continue;
-      const IsaKernels* k = kernels_for(isa);
-      ASSERT_NE(k, nullptr);
-      Q8Buffers got(cols);
-      k->quantize_activations(x.data(), cols, zero_point, got.token());
-      EXPECT_EQ(want.q, got.q) << isa_name(isa);
-      EXPECT_EQ(want.d, got.d) << isa_name(isa);
-      EXPECT_EQ(want.sum32, got.sum32) << isa_name(isa);
-      EXPECT_EQ(want.zero16, got.zero16) << isa_name(isa) << " zero point " << zero_point;
-      EXPECT_EQ(want.zero32, got.zero32) << isa_name(isa) << " zero point " << zero_point;
+  for (int i = 64; i < 96; ++i) x[i] = 0.0f;      // an all-zero block in a group of 16
+  for (int i = 1120; i < 1152; ++i) x[i] = 0.0f;  // and one left over
+  for (int i = 700; i < 732; ++i) x[i] *= 1000.0f;
+  for (int64_t stride : {1, 12})
+    for (int zero_point : {0, 8, 128}) {
+      Q8Buffers want(cols, stride);
+      quantize_activations_scalar(x.data(), cols, zero_point, want.token());
+      for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
+        if (!cpu_supports(isa)) continue;
+        const IsaKernels* k = kernels_for(isa);
+        ASSERT_NE(k, nullptr);
+        Q8Buffers got(cols, stride);
+        k->quantize_activations(x.data(), cols, zero_point, got.token());
+        const std::string where = std::string(isa_name(isa)) + ", stride " + std::to_string(stride) +
+                                  ", zero point " + std::to_string(zero_point);
+        EXPECT_EQ(want.q, got.q) << where;
+        EXPECT_EQ(want.d, got.d) << where;
+        EXPECT_EQ(want.sum32, got.sum32) << where;
+        EXPECT_EQ(want.zero16, got.zero16) << where;
+        EXPECT_EQ(want.zero32, got.zero32) << where;
+      }
     }
-  }
 }
 
 // The reference's sums are those of its codes: what the kernels' bias and zero-point
