@@ -173,7 +173,10 @@ void float_panels_typed(const uint8_t* panel0, const uint8_t* panel1, int64_t co
     });
     return;
   }
-  for (const auto& [panel, r] : {std::pair{panel0, r0}, std::pair{panel1, r1}}) {
+  for (const auto& panel_row : {std::pair{panel0, r0}, std::pair{panel1, r1}}) {
+    // Not a structured binding: clang before 16 cannot capture one in the lambda.
+    const uint8_t* panel = panel_row.first;
+    const int64_t r = panel_row.second;
     if (panel == nullptr) continue;
     for (int64_t j = 0; j < a.n; j += V::kTileTokens)
       with_token_count<V::kTileTokens>(std::min<int64_t>(V::kTileTokens, a.n - j), [&](auto tokens) {
