@@ -36,12 +36,7 @@ void Generator::reserve(int64_t tokens) {
   // Doubling keeps the copies amortized when a caller steps past the reservation.
   const int64_t blocks = std::min(std::max(need, 2 * have), blocks_for(context_));
   auto grown = std::make_unique<KvCache>(model_.config(), blocks);
-  const size_t block_values = static_cast<size_t>(grown->block_tokens() * grown->kv_dim());
-  for (int64_t layer = 0; layer < model_.config().n_layers; ++layer)
-    for (int64_t b = 0; b < have; ++b) {
-      std::copy_n(kv_->keys(layer, b), block_values, grown->keys(layer, b));
-      std::copy_n(kv_->values(layer, b), block_values, grown->values(layer, b));
-    }
+  if (kv_) grown->copy_blocks_from(*kv_, have);
   kv_ = std::move(grown);
   // The one sequence owns every block, in order.
   block_table_.resize(blocks);

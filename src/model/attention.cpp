@@ -16,7 +16,7 @@ int64_t key_blocks(const SequenceBlocks& seq, int64_t position, const KvCache& k
   int64_t count = 0;
   for (int64_t start = 0; start <= position; start += bt) {
     const int32_t block = seq.block_table[start / bt];
-    blocks[count++] = {kv.keys(layer, block) + kv_head * head_dim * bt, kv.values(layer, block) + kv_head * head_dim,
+    blocks[count++] = {kv.head_keys(layer, block, kv_head), kv.head_values(layer, block, kv_head),
                        std::min(bt, position + 1 - start)};
   }
   return count;
@@ -50,7 +50,7 @@ void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int
       const bool cold = r + 1 == rows || batch.sequence[r + 1] != batch.sequence[r];
       const int64_t n_blocks = key_blocks(batch.sequences[batch.sequence[r]], batch.positions[r], kv, layer, kv_head,
                                           shape.head_dim, blocks);
-      attend(q + offset, group, shape.head_dim, scale, blocks, n_blocks, kv.block_tokens(), kv.kv_dim(), cold,
+      attend(q + offset, group, shape.head_dim, scale, blocks, n_blocks, kv.block_tokens(), shape.head_dim, cold,
              out + offset);
     }
   });

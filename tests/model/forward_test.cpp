@@ -141,12 +141,31 @@ TEST(KvCache, CopyBlockCopiesEveryLayer) {
   for (int64_t layer = 0; layer < 2; ++layer)
     for (int slot = 0; slot < 2; ++slot) {
       // Keys transposed ([dim][slot]), values by slot ([slot][dim]).
-      EXPECT_EQ(f16_to_f32(kv.keys(layer, 2)[slot]), 10.0f * layer + slot);
-      EXPECT_EQ(f16_to_f32(kv.keys(layer, 2)[2 + slot]), 0.5f);
-      EXPECT_EQ(f16_to_f32(kv.values(layer, 2)[2 * slot]), -10.0f * layer - slot);
-      EXPECT_EQ(f16_to_f32(kv.values(layer, 2)[2 * slot + 1]), 0.25f);
-      EXPECT_EQ(kv.keys(layer, 0)[slot], 0);
+      EXPECT_EQ(f16_to_f32(kv.head_keys(layer, 2, 0)[slot]), 10.0f * layer + slot);
+      EXPECT_EQ(f16_to_f32(kv.head_keys(layer, 2, 0)[2 + slot]), 0.5f);
+      EXPECT_EQ(f16_to_f32(kv.head_values(layer, 2, 0)[2 * slot]), -10.0f * layer - slot);
+      EXPECT_EQ(f16_to_f32(kv.head_values(layer, 2, 0)[2 * slot + 1]), 0.25f);
+      EXPECT_EQ(kv.head_keys(layer, 0, 0)[slot], 0);
     }
+}
+
+// A grown cache keeps the first blocks of every layer; caches of other shapes refuse.
+TEST(KvCache, CopyBlocksFromKeepsEveryLayersBlocks) {
+  KvCache small(single_head_config(2, 2), 2, 2), grown(single_head_config(2, 2), 4, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t block = 0; block < 2; ++block) {
+      const float key[2] = {1.0f + layer, 2.0f + block}, value[2] = {3.0f + layer, 4.0f + block};
+      small.store(layer, block, 1, key, value);
+    }
+  grown.copy_blocks_from(small, 2);
+  for (int64_t layer = 0; layer < 2; ++layer)
+    for (int64_t block = 0; block < 2; ++block) {
+      EXPECT_EQ(f16_to_f32(grown.head_keys(layer, block, 0)[2 + 1]), 2.0f + block);
+      EXPECT_EQ(f16_to_f32(grown.head_values(layer, block, 0)[2 * 1]), 3.0f + layer);
+    }
+  KvCache other(single_head_config(2, 4), 4, 2);
+  EXPECT_THROW(other.copy_blocks_from(small, 2), Error);
+  EXPECT_THROW(grown.copy_blocks_from(small, 3), Error);
 }
 
 // The cache holds halves: a stored value comes back rounded to the nearest one.
@@ -154,10 +173,28 @@ TEST(KvCache, StoresHalves) {
   KvCache kv(single_head_config(1, 1), 1, 1);
   const float key = 0.1f, value = 3.14159f;
   kv.store(0, 0, 0, &key, &value);
-  EXPECT_EQ(kv.keys(0, 0)[0], f32_to_f16(key));
-  EXPECT_NEAR(f16_to_f32(kv.keys(0, 0)[0]), key, 1e-4);
-  EXPECT_NEAR(f16_to_f32(kv.values(0, 0)[0]), value, 2e-3);
+  EXPECT_EQ(kv.head_keys(0, 0, 0)[0], f32_to_f16(key));
+  EXPECT_NEAR(f16_to_f32(kv.head_keys(0, 0, 0)[0]), key, 1e-4);
+  EXPECT_NEAR(f16_to_f32(kv.head_values(0, 0, 0)[0]), value, 2e-3);
   EXPECT_EQ(kv.bytes(), 2 * sizeof(uint16_t));
+}
+
+// A block holds each head's keys, then its values, then the next head's: what one head
+// reads of a block is one contiguous run.
+TEST(KvCache, EachHeadsKeysAndValuesFollowEachOther) {
+  ModelConfig c = single_head_config(1, 2);
+  c.n_heads = c.n_kv_heads = 2;
+  KvCache kv(c, 1, 2);
+  const float key[4] = {1, 2, 3, 4}, value[4] = {5, 6, 7, 8};
+  kv.store(0, 0, 1, key, value);
+  EXPECT_EQ(kv.head_values(0, 0, 0), kv.head_keys(0, 0, 0) + 4);
+  EXPECT_EQ(kv.head_keys(0, 0, 1), kv.head_values(0, 0, 0) + 4);
+  for (int64_t head = 0; head < 2; ++head)
+    for (int64_t d = 0; d < 2; ++d) {
+      EXPECT_EQ(f16_to_f32(kv.head_keys(0, 0, head)[d * 2 + 1]), key[2 * head + d]);
+      EXPECT_EQ(f16_to_f32(kv.head_values(0, 0, head)[1 * 2 + d]), value[2 * head + d]);
+      EXPECT_EQ(kv.head_keys(0, 0, head)[d * 2], 0);  // slot 0 untouched
+    }
 }
 
 }  // namespace tps
