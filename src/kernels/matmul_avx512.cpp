@@ -20,12 +20,7 @@ void quantize_block(const float* x, int64_t b, int zero_point, const Q8Token& ou
   __m512i q0 = _mm512_cvtps_epi32(_mm512_mul_ps(v0, vid)), q1 = _mm512_cvtps_epi32(_mm512_mul_ps(v1, vid));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q + 32 * b * stride), _mm512_cvtsepi32_epi8(q0));
   _mm_storeu_si128(reinterpret_cast<__m128i*>(out.q + 32 * b * stride + 16), _mm512_cvtsepi32_epi8(q1));
-  int s0 = _mm512_reduce_add_epi32(q0), s1 = _mm512_reduce_add_epi32(q1);
-  out.d[b * stride] = db;
-  out.sum32[b * stride] = db * static_cast<float>(s0 + s1);
-  out.zero16[2 * b * stride] = -zero_point * s0;
-  out.zero16[(2 * b + 1) * stride] = -zero_point * s1;
-  out.zero32[b * stride] = -zero_point * (s0 + s1);
+  out.set_block(b, db, _mm512_reduce_add_epi32(q0), _mm512_reduce_add_epi32(q1), zero_point);
 }
 
 // Lane i of the result: the 16 lanes of v[i] folded by op, for all 16 vectors at once.
@@ -71,22 +66,12 @@ void quantize_16_blocks(const float* x, int64_t b0, int zero_point, const Q8Toke
       return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(a), _mm512_castps_si512(b)));
     }));
   }
-  const __m512i sum = _mm512_add_epi32(sums[0], sums[1]), neg_zero = _mm512_set1_epi32(-zero_point);
-  alignas(64) float ds[16], sum32[16];
-  alignas(64) int32_t zero16[2][16], zero32[16];
+  alignas(64) float ds[16];
+  alignas(64) int32_t s[2][16];
   _mm512_store_ps(ds, d);
-  _mm512_store_ps(sum32, _mm512_mul_ps(d, _mm512_cvtepi32_ps(sum)));
-  _mm512_store_si512(zero16[0], _mm512_mullo_epi32(neg_zero, sums[0]));
-  _mm512_store_si512(zero16[1], _mm512_mullo_epi32(neg_zero, sums[1]));
-  _mm512_store_si512(zero32, _mm512_mullo_epi32(neg_zero, sum));
-  for (int64_t i = 0; i < 16; ++i) {
-    const int64_t b = b0 + i;
-    out.d[b * stride] = ds[i];
-    out.sum32[b * stride] = sum32[i];
-    out.zero16[2 * b * stride] = zero16[0][i];
-    out.zero16[(2 * b + 1) * stride] = zero16[1][i];
-    out.zero32[b * stride] = zero32[i];
-  }
+  _mm512_store_si512(s[0], sums[0]);
+  _mm512_store_si512(s[1], sums[1]);
+  for (int64_t i = 0; i < 16; ++i) out.set_block(b0 + i, ds[i], s[0][i], s[1][i], zero_point);
 }
 
 void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8Token& out) {

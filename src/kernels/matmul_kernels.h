@@ -23,6 +23,16 @@ struct Q8Token {
   int32_t* zero16;   // -zero_point * (sum of the codes) per 16 and per 32: a fixed
   int32_t* zero32;   // zero point's term, added to the integer dot exactly
   int64_t stride;
+
+  // Block b's scale d and sums, from the sums s0, s1 of its first and second 16 codes
+  // (the SIMD quantizers' common tail; the scalar reference spells it out on its own).
+  void set_block(int64_t b, float d_b, int s0, int s1, int zero_point) const {
+    d[b * stride] = d_b;
+    sum32[b * stride] = d_b * static_cast<float>(s0 + s1);
+    zero16[2 * b * stride] = -zero_point * s0;
+    zero16[(2 * b + 1) * stride] = -zero_point * s1;
+    zero32[b * stride] = -zero_point * (s0 + s1);
+  }
 };
 
 // Activations quantized to int8 per block of 32 (the integer kernels' other operand),
