@@ -14,9 +14,8 @@ KvCache::KvCache(const ModelConfig& config, int64_t n_blocks, int64_t block_toke
       kv_dim_(config.kv_dim()),
       head_dim_(config.head_dim) {
   if (n_blocks <= 0 || block_tokens <= 0) fail("KV cache needs at least one block of at least one token");
-  values_ = static_cast<size_t>(n_layers_) * n_blocks_ * block_size();
-  storage_ = allocate_huge_pages(values_ * kBytesPerValue);
-  std::fill_n(data(), values_, uint16_t{0});
+  storage_ = allocate_huge_pages(bytes());
+  std::fill_n(data(), values(), uint16_t{0});
 }
 
 void KvCache::store(int64_t layer, int64_t block, int64_t slot, const float* key, const float* value) {

@@ -20,7 +20,7 @@ class KvCache {
   int64_t block_tokens() const { return block_tokens_; }
   int64_t kv_dim() const { return kv_dim_; }
   static constexpr int64_t kBytesPerValue = sizeof(uint16_t);
-  size_t bytes() const { return values_ * kBytesPerValue; }
+  size_t bytes() const { return values() * kBytesPerValue; }
 
   // One block of one layer holds, head after head, the head's keys stored transposed,
   // [head_dim][block_tokens] (rows of consecutive positions, which attention scores a
@@ -45,6 +45,7 @@ class KvCache {
 
  private:
   size_t block_size() const { return static_cast<size_t>(2 * block_tokens_ * kv_dim_); }  // keys and values
+  size_t values() const { return static_cast<size_t>(n_layers_) * n_blocks_ * block_size(); }
   size_t offset(int64_t layer, int64_t block) const {
     return (static_cast<size_t>(layer) * n_blocks_ + block) * block_size();
   }
@@ -53,7 +54,6 @@ class KvCache {
   }
   uint16_t* data() const { return reinterpret_cast<uint16_t*>(storage_.get()); }
   int64_t n_layers_, n_blocks_, block_tokens_, kv_dim_, head_dim_;
-  size_t values_;
   // Huge pages: batched decode reads K/V from memory, a TLB miss every 4 KiB otherwise.
   HugePageBuffer storage_;
 };
