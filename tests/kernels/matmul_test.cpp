@@ -151,17 +151,20 @@ TEST_P(MatmulPaths, EachTokenGetsWhatItGetsAlone) {
   if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
   test::ScopedIsa forced(isa);
   ThreadPool pool(2);
-  const int64_t rows = 70, cols = 512, tokens = 21;  // full and partial tiles of every width
+  const int64_t rows = 70, cols = 512;
   const auto m = random_matrix(type, rows, cols, 5, pool);
   const WeightMatrix& w = m->w;
-  auto x = gaussian(static_cast<size_t>(tokens * cols), 6);
-  std::vector<float> together(static_cast<size_t>(rows * tokens));
-  matmul(w, x.data(), tokens, together.data(), pool);
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::vector<float> alone(static_cast<size_t>(rows));
-    matmul(w, x.data() + t * cols, 1, alone.data(), pool);
-    for (int64_t r = 0; r < rows; ++r)
-      ASSERT_EQ(together[t * rows + r], alone[r]) << "token " << t << " row " << r;
+  // Full and partial tiles of every width; 2: a decode kernel's batch.
+  for (int64_t tokens : {2, 21}) {
+    auto x = gaussian(static_cast<size_t>(tokens * cols), 6);
+    std::vector<float> together(static_cast<size_t>(rows * tokens));
+    matmul(w, x.data(), tokens, together.data(), pool);
+    for (int64_t t = 0; t < tokens; ++t) {
+      std::vector<float> alone(static_cast<size_t>(rows));
+      matmul(w, x.data() + t * cols, 1, alone.data(), pool);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(together[t * rows + r], alone[r]) << tokens << " tokens, token " << t << " row " << r;
+    }
   }
 }
 
