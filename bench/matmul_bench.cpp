@@ -168,12 +168,20 @@ size_t run_two_panels(benchmark::State& state, GgmlType type, int64_t tokens) {
   const PanelLayout& layout = m.packed.layout();
   const QuantizedTokens x(*k, tokens, kPanelBenchCols, layout.offset);
   std::vector<float> y(static_cast<size_t>(tokens * 2 * kPanelRows));
+  // The panels as the kernel reads them: compact ones widened first, as the driver does.
+  const size_t panel_bytes = layout.group_bytes(kPanelBenchCols);
+  std::vector<uint8_t> wide(m.packed.compact() ? 2 * panel_bytes : 0);
+  const uint8_t* panel[2] = {m.packed.group(0), m.packed.group(1)};
+  for (size_t i = 0; i < wide.size() / panel_bytes; ++i) {
+    k->widen_panel(layout, panel[i], kPanelBenchCols, &wide[i * panel_bytes]);
+    panel[i] = &wide[i * panel_bytes];
+  }
   for (auto _ : state) {
-    k->panels(m.packed.group(0), m.packed.group(1), layout, x.a, 0, tokens, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    k->panels(panel[0], panel[1], layout, x.a, 0, tokens, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.SetLabel(isa_name(active_isa()));
-  return m.packed.group_bytes();
+  return panel_bytes;
 }
 
 // range(0) tokens (a group; 16: batched decode's 6 + 6 + 4): the integer kernel's

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "core/error.h"
@@ -73,6 +74,13 @@ T* scratch(std::vector<T>& v, size_t n) {
   return v.data();
 }
 
+// Scratch for panels: whole cache lines, as the kernels' loads expect (a vector's
+// own alignment is malloc's 16 bytes: loads that straddle two lines cost 20 %).
+uint8_t* panel_scratch(std::vector<uint8_t>& v, size_t n) {
+  uint8_t* p = scratch(v, n + 63);
+  return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
+}
+
 // The matrices of one matmul_parts() call as one sequence of work units (16-row panels),
 // which threads share in one parallel region.
 class PartUnits {
@@ -112,7 +120,18 @@ class PartUnits {
 
 void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens, ThreadPool& pool) {
   const WeightMatrix& w0 = units.first();
-  const PanelLayout& layout = *panel_layout(w0.type);
+  // Tokens in chunks that meet stretches of panels in turn (see below); unpacked
+  // weights are packed pair by pair here, once per call, so then all form one chunk.
+  const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
+  // Compact panels (packed_weights.h) go to the kernels as they are for one chunk of
+  // tokens: the kernels unpack their codes as they go, and the memory streams only
+  // the compact bytes. For more chunks, a stretch at a time is widened before its
+  // chunks (each panel once per call) and the kernels read it wide.
+  const PanelLayout& stored = *panel_layout(w0.type);
+  const bool widen = w0.packed != nullptr && stored.compact() && n_tokens > chunk;
+  PanelLayout wide = stored;
+  wide.stored_bits = 0;
+  const PanelLayout& layout = w0.packed != nullptr && !widen ? stored : wide;  // what the kernels read
   thread_local std::vector<uint8_t> act_buffer;
   const int64_t cols = w0.cols, nb32 = cols / 32, nb16 = cols / 16;
   size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
@@ -142,23 +161,31 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // its first half beside its second (IsaKernels::panels): each token's activations
   // then serve two panels, and two memory streams keep more reads in flight than one
   // (measured on TinyLlama's Q4_0 matrices in a row, 2 threads, one token: 11-20 %
-  // more bandwidth). Unpacked weights are packed pair by pair here, once per call, so
-  // then all tokens form one chunk.
+  // more bandwidth).
   const size_t group_bytes = layout.group_bytes(cols);
-  const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
   const int64_t stretch = n_tokens > chunk ? stretch_panels(group_bytes) : units.total();
   for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
-    thread_local std::vector<uint8_t> panel_buffer;
+    thread_local std::vector<uint8_t> panel_buffer, stretch_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       const int64_t s1 = std::min(u1, s0 + stretch);
+      uint8_t* wide_stretch = widen ? panel_scratch(stretch_buffer, static_cast<size_t>(s1 - s0) * group_bytes) : nullptr;
+      auto in_stretch = [&](const PartUnits::Part& p, int64_t g) {
+        return wide_stretch + static_cast<size_t>(p.first_unit + g - s0) * group_bytes;
+      };
+      if (widen)
+        units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; ++g) k.widen_panel(stored, p.w.packed->group(g), cols, in_stretch(p, g));
+        });
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t t1 = std::min(n_tokens, t0 + chunk);
         units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
-          // Panel g, packed into slot 0 or 1 of the buffer if need be.
+          // Panel g as the kernels read it: packed, widened, or packed here into slot 0
+          // or 1 of the buffer.
           auto panel = [&](int64_t g, size_t slot) -> const uint8_t* {
+            if (widen) return in_stretch(p, g);
             if (p.w.packed != nullptr) return p.w.packed->group(g);
-            uint8_t* buf = scratch(panel_buffer, 2 * group_bytes) + slot * group_bytes;
+            uint8_t* buf = panel_scratch(panel_buffer, 2 * group_bytes) + slot * group_bytes;
             pack_panel(p.w, g, buf);
             return buf;
           };
@@ -207,7 +234,7 @@ void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const floa
         if (packed) {
           first = p.w.packed->group(g0);
         } else {
-          uint8_t* buf = scratch(panel_buffer, static_cast<size_t>(g1 - g0) * panel_bytes);
+          uint8_t* buf = panel_scratch(panel_buffer, static_cast<size_t>(g1 - g0) * panel_bytes);
           for (int64_t g = g0; g < g1; ++g) pack_panel(p.w, g, buf + static_cast<size_t>(g - g0) * panel_bytes);
           first = buf;
         }

@@ -82,6 +82,7 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 }
 
 #include "kernels/matmul_avx512_panels.inc"
+#include "kernels/panel_widening.inc"
 
 // The vector helpers float_panels (matmul_kernels.h) needs, 16 floats wide. Two panels
 // take 14 tokens: 28 accumulators, 2 weight vectors and a broadcast of 32 registers
@@ -106,7 +107,7 @@ struct FloatVec512 {
   static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>};
+constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>, widen_panel};
 
 }  // namespace
 

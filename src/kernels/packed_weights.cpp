@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "core/error.h"
 #include "quant/blocks.h"
@@ -14,12 +15,12 @@ namespace {
 
 constexpr PanelLayout kQ4_0{4, 32, false, 8};
 constexpr PanelLayout kQ4_1{4, 32, true, 0};
-constexpr PanelLayout kQ5_0{8, 32, false, 16};
-constexpr PanelLayout kQ5_1{8, 32, true, 0};
+constexpr PanelLayout kQ5_0{8, 32, false, 16, false, 5};
+constexpr PanelLayout kQ5_1{8, 32, true, 0, false, 5};
 constexpr PanelLayout kQ8_0{8, 32, false, 128};
 constexpr PanelLayout kQ4_K{4, 32, true, 0, true};
-constexpr PanelLayout kQ5_K{8, 32, true, 0, true};
-constexpr PanelLayout kQ6_K{8, 16, false, 32};
+constexpr PanelLayout kQ5_K{8, 32, true, 0, true, 5};
+constexpr PanelLayout kQ6_K{8, 16, false, 32, false, 6};
 
 // One panel block of one row: codes (unsigned), scale and bias, value = s * code + m.
 struct DecodedBlock {
@@ -230,11 +231,32 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   }
 }
 
+void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst) {
+  const int groups = L.block / 4, half = groups / 2, high_bits = L.stored_bits - 4;
+  std::memset(dst, 0, L.stored_group_bytes(cols));
+  for (int64_t b = 0; b < cols / L.block; ++b) {
+    if (L.k_scales && b % PanelLayout::kSuperBlocks == 0) {
+      std::memcpy(dst, wide, PanelLayout::kSuperHeader);
+      wide += PanelLayout::kSuperHeader, dst += PanelLayout::kSuperHeader;
+    }
+    const uint8_t* codes = wide + L.code_offset(b);
+    uint8_t* nibbles = dst + L.stored_code_offset(b);
+    uint8_t* high = nibbles + 64 * half;
+    for (int j = 0; j < 64; ++j) {
+      for (int k = 0; k < half; ++k)
+        nibbles[64 * k + j] = static_cast<uint8_t>((codes[64 * k + j] & 0xF) | (codes[64 * (k + half) + j] & 0xF) << 4);
+      for (int g = 0; g < groups; ++g) high[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 4) << (high_bits * g));
+    }
+    std::memcpy(dst + L.stored_scale_offset(b), wide + L.scale_offset(b), L.scale_bytes());
+    wide += L.block_bytes(), dst += L.stored_block_bytes();
+  }
+}
+
 namespace {
 
 size_t panel_bytes(const WeightMatrix& w) {
   const PanelLayout* layout = panel_layout(w.type);
-  return layout != nullptr ? layout->group_bytes(w.cols) : float_panel_bytes(w.type, w.cols);
+  return layout != nullptr ? layout->stored_group_bytes(w.cols) : float_panel_bytes(w.type, w.cols);
 }
 
 }  // namespace
@@ -256,7 +278,16 @@ PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPo
   p.group_bytes_ = panel_bytes(w);
   p.data_ = memory;
   auto pack_range = [&](int64_t g0, int64_t g1, int) {
-    for (int64_t g = g0; g < g1; ++g) pack_panel(w, g, memory + static_cast<size_t>(g) * p.group_bytes_);
+    std::vector<uint8_t> wide(p.compact() ? p.layout_->group_bytes(w.cols) : 0);
+    for (int64_t g = g0; g < g1; ++g) {
+      uint8_t* dst = memory + static_cast<size_t>(g) * p.group_bytes_;
+      if (!p.compact()) {
+        pack_panel(w, g, dst);
+      } else {
+        pack_panel(w, g, wide.data());
+        compact_panel(*p.layout_, wide.data(), w.cols, dst);
+      }
+    }
   };
   const int64_t groups = (w.rows + kPanelRows - 1) / kPanelRows;
   if (pool != nullptr) pool->parallel_for(groups, 1, pack_range);

@@ -9,7 +9,8 @@
 // (row, block), with unsigned codes:
 //   4-bit codes (Q4_0, Q4_1, Q4_K): same bytes as the GGUF formats for Q4_0/Q4_1, so
 //     the panel streams exactly the file's bytes; Q4_K adds 2 bytes per 32 weights
-//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K)
+//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K; all but Q8_0 compact in
+//     memory, see below)
 //   blocks of 32 (16 for Q6_K), f16 scale per (row, block), f16 bias per (row, block)
 //   or bias = -offset * scale when the format has a fixed zero point;
 //   Q4_K and Q5_K keep their two-level scales instead (k_scales), so Q4_K panels are
@@ -22,6 +23,17 @@
 // (or with k_scales: 16 sc, then 16 mn); in odd blocks of layouts whose blocks are 32
 // bytes past a multiple of 64, the 32 bytes of scales come before the codes
 // (PanelLayout::scales_first).
+//
+// Compact panels: 8-bit codes of 5 or 6 bits (Q5_0, Q5_1, Q5_K, Q6_K) would stream 1.4-1.7
+// times the file's bytes, so packed weights keep them as each code's low nibble and high
+// bits. The kernels of a few tokens (decode) unpack them as they go; for more, the
+// matmul driver widens a stretch of panels at a time (IsaKernels::widen_panel) and
+// the kernels read the wide ones. A compact block's codes: its G code vectors as G/2
+// vectors of nibbles (byte j of vector k: code vector k's byte j in the low nibble,
+// vector k + G/2's in the high one), then 64 bytes of high bits (byte j: code vector
+// g's byte j's bits 4.. at bits (s - 4) g.., s = stored_bits: (s - 4) G = 8); its
+// scales as in the wide block, and the same alternation of the two (scales_first) by
+// its own size; k_scales super-block headers as in the wide panel.
 //
 // Float weights (F32, F16, BF16) pack into 16-row panels too, with the 16 rows' element
 // k side by side (panel element 16 k + r is W[16 g + r, k]): one vector load gives 16
@@ -47,8 +59,17 @@ struct PanelLayout {
   bool has_bias = false;
   int offset = 0;      // implied zero point when !has_bias: bias = -offset * scale
   bool k_scales = false;
+  // 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
+  // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
+  int stored_bits = 0;
+  bool compact() const { return stored_bits != 0; }
   size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
-  size_t block_bytes() const { return code_bytes() + (k_scales ? 32 : 32 + (has_bias ? 32 : 0)); }
+  size_t block_bytes() const { return code_bytes() + scale_bytes(); }
+  size_t scale_bytes() const { return k_scales ? 32 : 32 + (has_bias ? 32 : 0); }
+  size_t stored_code_bytes() const {
+    return compact() ? static_cast<size_t>(kPanelRows * block * stored_bits / 8) : code_bytes();
+  }
+  size_t stored_block_bytes() const { return stored_code_bytes() + scale_bytes(); }
   // Blocks of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
   // an odd block puts its scales first, so every block's code vectors start on a cache
   // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
@@ -65,10 +86,17 @@ struct PanelLayout {
   }
   size_t code_offset(int64_t b) const { return code_offset(block_bytes(), b); }
   size_t scale_offset(int64_t b) const { return scale_offset(block_bytes(), code_bytes(), b); }
-  // One panel of 16 rows of `cols` elements, a whole number of cache lines.
-  size_t group_bytes(int64_t cols) const {
+  size_t stored_code_offset(int64_t b) const { return code_offset(stored_block_bytes(), b); }
+  size_t stored_scale_offset(int64_t b) const { return scale_offset(stored_block_bytes(), stored_code_bytes(), b); }
+  // One panel of 16 rows of `cols` elements as the kernels read it, and as kept in
+  // memory: whole numbers of cache lines.
+  size_t group_bytes(int64_t cols) const { return panel_bytes(cols, block_bytes()); }
+  size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_block_bytes()); }
+
+ private:
+  size_t panel_bytes(int64_t cols, size_t bytes_per_block) const {
     auto blocks = static_cast<size_t>(cols / block);
-    return (blocks * block_bytes() + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0) + 63) / 64 * 64;
+    return (blocks * bytes_per_block + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0) + 63) / 64 * 64;
   }
 };
 
@@ -86,7 +114,8 @@ class PackedWeights {
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
   const PanelLayout& layout() const { return *layout_; }  // quantized types only
-  size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows
+  bool compact() const { return layout_ != nullptr && layout_->compact(); }
+  size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows, as stored
   const uint8_t* group(int64_t g) const { return data_ + static_cast<size_t>(g) * group_bytes_; }
   size_t bytes() const { return group_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
 
@@ -115,7 +144,12 @@ PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPo
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool = nullptr);
 
 // Packs rows [16 g, 16 g + 16) of w (zero rows past the end) into dst, which holds
-// one panel's bytes (layout.group_bytes(w.cols), or float_panel_bytes).
+// one panel's bytes (layout.group_bytes(w.cols), or float_panel_bytes), wide: as the
+// kernels read it.
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst);
+
+// A wide panel of a compact layout (L.compact()) of `cols` columns in its compact form
+// (L.stored_group_bytes(cols) bytes at dst); IsaKernels::widen_panel undoes it.
+void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst);
 
 }  // namespace tps

@@ -269,14 +269,52 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
     if (layout == nullptr) continue;
     for (int64_t cols : {256, 768, 2048}) {
       EXPECT_EQ(layout->group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
-      size_t offset = 0;
+      EXPECT_EQ(layout->stored_group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
+      size_t offset = 0, stored = 0;
       for (int64_t b = 0; b < cols / layout->block; ++b) {
-        if (layout->k_scales && b % PanelLayout::kSuperBlocks == 0) offset += PanelLayout::kSuperHeader;
+        if (layout->k_scales && b % PanelLayout::kSuperBlocks == 0) {
+          offset += PanelLayout::kSuperHeader;
+          stored += PanelLayout::kSuperHeader;
+        }
         EXPECT_EQ((offset + layout->code_offset(b)) % 64, 0u) << type_name(type) << ", block " << b;
+        EXPECT_EQ((stored + layout->stored_code_offset(b)) % 64, 0u) << type_name(type) << ", stored block " << b;
         offset += layout->block_bytes();
+        stored += layout->stored_block_bytes();
       }
     }
   }
+}
+
+// Compact panels (Q5_0, Q5_1, Q5_K, Q6_K) take the file's bits per weight or a little
+// more, not the wide panels' 8-bit codes, and every ISA's widen_panel gives back the
+// wide panel pack_panel makes, byte for byte (a partial panel too).
+TEST(PackWeights, CompactPanelsWidenToTheWidePanels) {
+  ThreadPool pool(2);
+  const int64_t rows = 24, cols = 512;
+  int compact_types = 0;
+  for (GgmlType type : kTypes) {
+    const PanelLayout* layout = panel_layout(type);
+    if (layout == nullptr || !layout->compact()) continue;
+    ++compact_types;
+    const double file_bits = 8.0 * static_cast<double>(row_bytes(type, cols)) / static_cast<double>(cols);
+    const double stored_bits = 8.0 * static_cast<double>(layout->stored_group_bytes(cols)) / (kPanelRows * cols);
+    EXPECT_LE(stored_bits, file_bits + 0.5) << type_name(type);
+    EXPECT_LT(stored_bits, 8.0 * static_cast<double>(layout->group_bytes(cols)) / (kPanelRows * cols)) << type_name(type);
+    const auto m = random_matrix(type, rows, cols, 21, pool);
+    ASSERT_TRUE(m->packed.compact()) << type_name(type);
+    ASSERT_EQ(m->packed.group_bytes(), layout->stored_group_bytes(cols));
+    for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx}) {
+      if (!cpu_supports(isa)) continue;
+      const IsaKernels* k = kernels_for(isa);
+      for (int64_t g = 0; g < 2; ++g) {
+        std::vector<uint8_t> want(layout->group_bytes(cols)), got(want.size());
+        pack_panel(m->w, g, want.data());
+        k->widen_panel(*layout, m->packed.group(g), cols, got.data());
+        ASSERT_EQ(got, want) << type_name(type) << ", " << isa_name(isa) << ", panel " << g;
+      }
+    }
+  }
+  EXPECT_EQ(compact_types, 4);
 }
 
 TEST(PackWeights, FloatPanelsHoldSixteenRowsColumnByColumn) {
