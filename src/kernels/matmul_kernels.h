@@ -163,6 +163,24 @@ template <int kMax, typename F>
   f(std::integral_constant<int, kMax>{});
 }
 
+// Up to kGroup tokens of one group (Q8Activations) from token t0, block by block: the
+// codes of block b of the tile's token i at q(b) + 32 i, its scale at d(b)[i], its Sum
+// at sum(b)[i]. S: a kernel's shape (kBlock, kBias, kK, and Sum: float for the bias
+// term's activation sum, int32_t for a fixed zero point's integer term).
+template <typename S>
+struct TileTokens {
+  TileTokens(const Q8Activations& a, int64_t t0) : at(a.token(t0)) {
+    if constexpr (S::kBias || S::kK) sums = at.sum32;
+    else sums = S::kBlock == 32 ? at.zero32 : at.zero16;
+  }
+  const int8_t* q(int64_t b) const { return at.q + b * S::kBlock / 32 * 32 * at.stride + b * S::kBlock % 32; }
+  const float* d(int64_t b) const { return at.d + b * S::kBlock / 32 * at.stride; }
+  const typename S::Sum* sum(int64_t b) const { return sums + b * at.stride; }
+
+  Q8Token at;
+  const typename S::Sum* sums;
+};
+
 // fn(first token, tile tokens) over tokens [t0, t1) of a in tiles of at most kTile
 // tokens (an integral_constant) that do not cross a token group.
 template <int kTile, typename F>
