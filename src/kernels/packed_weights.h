@@ -62,14 +62,14 @@ struct PanelLayout {
   // 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
   // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
   int stored_bits = 0;
-  bool compact() const { return stored_bits != 0; }
-  size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
-  size_t block_bytes() const { return code_bytes() + scale_bytes(); }
-  size_t scale_bytes() const { return k_scales ? 32 : 32 + (has_bias ? 32 : 0); }
-  size_t stored_code_bytes() const {
+  constexpr bool compact() const { return stored_bits != 0; }
+  constexpr size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
+  constexpr size_t block_bytes() const { return code_bytes() + scale_bytes(); }
+  constexpr size_t scale_bytes() const { return k_scales ? 32 : 32 + (has_bias ? 32 : 0); }
+  constexpr size_t stored_code_bytes() const {
     return compact() ? static_cast<size_t>(kPanelRows * block * stored_bits / 8) : code_bytes();
   }
-  size_t stored_block_bytes() const { return stored_code_bytes() + scale_bytes(); }
+  constexpr size_t stored_block_bytes() const { return stored_code_bytes() + scale_bytes(); }
   // Blocks of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
   // an odd block puts its scales first, so every block's code vectors start on a cache
   // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
@@ -84,17 +84,17 @@ struct PanelLayout {
   static constexpr size_t scale_offset(size_t bytes_per_block, size_t code_bytes, int64_t b) {
     return scales_first(bytes_per_block, b) ? 0 : code_bytes;
   }
-  size_t code_offset(int64_t b) const { return code_offset(block_bytes(), b); }
-  size_t scale_offset(int64_t b) const { return scale_offset(block_bytes(), code_bytes(), b); }
-  size_t stored_code_offset(int64_t b) const { return code_offset(stored_block_bytes(), b); }
-  size_t stored_scale_offset(int64_t b) const { return scale_offset(stored_block_bytes(), stored_code_bytes(), b); }
+  constexpr size_t code_offset(int64_t b) const { return code_offset(block_bytes(), b); }
+  constexpr size_t scale_offset(int64_t b) const { return scale_offset(block_bytes(), code_bytes(), b); }
+  constexpr size_t stored_code_offset(int64_t b) const { return code_offset(stored_block_bytes(), b); }
+  constexpr size_t stored_scale_offset(int64_t b) const { return scale_offset(stored_block_bytes(), stored_code_bytes(), b); }
   // One panel of 16 rows of `cols` elements as the kernels read it, and as kept in
   // memory: whole numbers of cache lines.
-  size_t group_bytes(int64_t cols) const { return panel_bytes(cols, block_bytes()); }
-  size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_block_bytes()); }
+  constexpr size_t group_bytes(int64_t cols) const { return panel_bytes(cols, block_bytes()); }
+  constexpr size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_block_bytes()); }
 
  private:
-  size_t panel_bytes(int64_t cols, size_t bytes_per_block) const {
+  constexpr size_t panel_bytes(int64_t cols, size_t bytes_per_block) const {
     auto blocks = static_cast<size_t>(cols / block);
     return (blocks * bytes_per_block + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0) + 63) / 64 * 64;
   }
