@@ -20,9 +20,10 @@ constexpr PanelLayout kQ5_1{8, 32, true, 0, false, 5};
 constexpr PanelLayout kQ8_0{8, 32, false, 128};
 constexpr PanelLayout kQ4_K{4, 32, true, 0, true};
 constexpr PanelLayout kQ5_K{8, 32, true, 0, true, 5};
-constexpr PanelLayout kQ6_K{8, 16, false, 32, false, 6};
+constexpr PanelLayout kQ6_K{8, 16, false, 32, false, 6, true};
 
-// One panel block of one row: codes (unsigned), scale and bias, value = s * code + m.
+// One panel block of one row: codes (unsigned), scale and bias, value = s * code + m
+// (the K-quants' scales go to the panel as codes: s and m stay unset).
 struct DecodedBlock {
   uint8_t codes[32];
   float s, m;
@@ -66,11 +67,6 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       bool five = t == GgmlType::kQ5_K;
       int j = static_cast<int>(b % 8);
       const uint8_t* sb = row + (b / 8) * (five ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K));
-      uint16_t d, dmin;
-      std::memcpy(&d, sb, 2);
-      std::memcpy(&dmin, sb + 2, 2);
-      uint8_t sc, mn;
-      unpack_k_scale(sb + 4, j, &sc, &mn);
       const uint8_t* qh = sb + 16;
       const uint8_t* qs = sb + (five ? 48 : 16) + 32 * (j / 2);
       for (int l = 0; l < 32; ++l) {
@@ -78,7 +74,6 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
         if (five) code |= ((qh[l] >> j) & 1) << 4;
         out->codes[l] = static_cast<uint8_t>(code);
       }
-      out->s = f16_to_f32(d) * sc, out->m = -f16_to_f32(dmin) * mn;
       return;
     }
     case GgmlType::kQ6_K: {
@@ -91,7 +86,6 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
         int high = (q.qh[32 * half + l] >> (2 * quarter)) & 3;
         out->codes[i] = static_cast<uint8_t>(low | (high << 4));
       }
-      out->s = f16_to_f32(q.d) * q.scales[b % 16], out->m = -32.0f * out->s;
       return;
     }
     default:
@@ -119,8 +113,8 @@ const PanelLayout* panel_layout(GgmlType t) {
 // they are copied without decoding: fast enough to pack at load or on the fly.
 void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const int64_t nblocks = w.cols / kQk;
-  for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.block_bytes()) {
-    std::memset(dst, 0, kQ4_0.block_bytes());
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.unit_bytes()) {
+    std::memset(dst, 0, kQ4_0.unit_bytes());
     auto* codes = dst + kQ4_0.code_offset(b);
     auto* scales = dst + kQ4_0.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
@@ -133,8 +127,8 @@ void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) 
 
 void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const int64_t nblocks = w.cols / kQk;
-  for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.block_bytes()) {
-    std::memset(dst, 0, kQ8_0.block_bytes());
+  for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.unit_bytes()) {
+    std::memset(dst, 0, kQ8_0.unit_bytes());
     auto* codes = dst + kQ8_0.code_offset(b);
     auto* scales = dst + kQ8_0.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
@@ -163,32 +157,44 @@ void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) 
   }
 }
 
-// Q4_K/Q5_K: the super-block's d and dmin go to a header, each block keeps the 6-bit
-// scale and min codes as bytes.
+// The K-quants (super_headers()): per super-block, a header of each row's d (and dmin),
+// then its units, each block with its codes and one scale code byte per row (and one
+// min code byte for Q4_K and Q5_K).
 void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
-  const size_t super_bytes = w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K) : sizeof(BlockQ4_K);
-  const int64_t nblocks = w.cols / L.block;
+  const size_t super_bytes = w.type == GgmlType::kQ6_K   ? sizeof(BlockQ6_K)
+                             : w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K)
+                                                         : sizeof(BlockQ4_K);
+  const int64_t units = w.cols / L.block / L.unit_blocks(), blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
   DecodedBlock dec;
-  for (int64_t b = 0; b < nblocks; ++b) {
-    if (b % PanelLayout::kSuperBlocks == 0) {
+  for (int64_t u = 0; u < units; ++u) {
+    if (u % PanelLayout::kSuperUnits == 0) {
       std::memset(dst, 0, PanelLayout::kSuperHeader);
       for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-        const uint8_t* sb = w.data + (g * kPanelRows + r) * rb + (b / PanelLayout::kSuperBlocks) * super_bytes;
-        std::memcpy(dst + 2 * r, sb, 2);       // d
-        std::memcpy(dst + 32 + 2 * r, sb + 2, 2);  // dmin
+        const uint8_t* sb = w.data + (g * kPanelRows + r) * rb + (u / PanelLayout::kSuperUnits) * super_bytes;
+        if (L.i8_scales) {
+          std::memcpy(dst + 2 * r, &reinterpret_cast<const BlockQ6_K*>(sb)->d, 2);
+        } else {
+          std::memcpy(dst + 2 * r, sb, 2);           // d
+          std::memcpy(dst + 32 + 2 * r, sb + 2, 2);  // dmin
+        }
       }
       dst += PanelLayout::kSuperHeader;
     }
-    std::memset(dst, 0, L.block_bytes());
-    uint8_t* sc = dst + L.scale_offset(b);
-    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-      const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
-      decode_block(w.type, row, b, &dec);
-      put_codes(L, dec.codes, r, dst + L.code_offset(b));
-      unpack_k_scale(row + (b / PanelLayout::kSuperBlocks) * super_bytes + 4, static_cast<int>(b % 8), sc + r,
-                     sc + kPanelRows + r);
+    std::memset(dst, 0, L.unit_bytes());
+    uint8_t* sc = dst + L.scale_offset(u);
+    for (int i = 0; i < L.unit_blocks(); ++i) {
+      const int64_t b = u * L.unit_blocks() + i;
+      const int j = static_cast<int>(b % blocks_per_super);
+      for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+        const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
+        const uint8_t* sb = row + (b / blocks_per_super) * super_bytes;
+        decode_block(w.type, row, b, &dec);
+        put_codes(L, dec.codes, r, dst + L.code_offset(u) + i * L.code_bytes());
+        if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(reinterpret_cast<const BlockQ6_K*>(sb)->scales[j]);
+        else unpack_k_scale(sb + 4, j, sc + r, sc + kPanelRows + r);
+      }
     }
-    dst += L.block_bytes();
+    dst += L.unit_bytes();
   }
 }
 
@@ -215,11 +221,11 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   const PanelLayout& L = *panel_layout(w.type);
   if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
   if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
-  if (L.k_scales) return pack_panel_k(L, w, rb, g, dst);
+  if (L.super_headers()) return pack_panel_k(L, w, rb, g, dst);
   int64_t nblocks = w.cols / L.block;
   DecodedBlock dec;
-  for (int64_t b = 0; b < nblocks; ++b, dst += L.block_bytes()) {
-    std::memset(dst, 0, L.block_bytes());
+  for (int64_t b = 0; b < nblocks; ++b, dst += L.unit_bytes()) {
+    std::memset(dst, 0, L.unit_bytes());
     auto* scales = reinterpret_cast<uint16_t*>(dst + L.scale_offset(b));
     auto* biases = scales + kPanelRows;
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
@@ -234,21 +240,24 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
 void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst) {
   const int groups = L.block / 4, half = groups / 2, high_bits = L.stored_bits - 4;
   std::memset(dst, 0, L.stored_group_bytes(cols));
-  for (int64_t b = 0; b < cols / L.block; ++b) {
-    if (L.k_scales && b % PanelLayout::kSuperBlocks == 0) {
+  for (int64_t u = 0; u < cols / L.block / L.unit_blocks(); ++u) {
+    if (L.super_headers() && u % PanelLayout::kSuperUnits == 0) {
       std::memcpy(dst, wide, PanelLayout::kSuperHeader);
       wide += PanelLayout::kSuperHeader, dst += PanelLayout::kSuperHeader;
     }
-    const uint8_t* codes = wide + L.code_offset(b);
-    uint8_t* nibbles = dst + L.stored_code_offset(b);
-    uint8_t* high = nibbles + 64 * half;
-    for (int j = 0; j < 64; ++j) {
-      for (int k = 0; k < half; ++k)
-        nibbles[64 * k + j] = static_cast<uint8_t>((codes[64 * k + j] & 0xF) | (codes[64 * (k + half) + j] & 0xF) << 4);
-      for (int g = 0; g < groups; ++g) high[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 4) << (high_bits * g));
+    for (int i = 0; i < L.unit_blocks(); ++i) {
+      const uint8_t* codes = wide + L.code_offset(u) + i * L.code_bytes();
+      uint8_t* nibbles = dst + L.stored_code_offset(u) + i * L.stored_code_bytes();
+      uint8_t* high = nibbles + 64 * half;
+      for (int j = 0; j < 64; ++j) {
+        for (int k = 0; k < half; ++k)
+          nibbles[64 * k + j] =
+              static_cast<uint8_t>((codes[64 * k + j] & 0xF) | (codes[64 * (k + half) + j] & 0xF) << 4);
+        for (int g = 0; g < groups; ++g) high[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 4) << (high_bits * g));
+      }
     }
-    std::memcpy(dst + L.stored_scale_offset(b), wide + L.scale_offset(b), L.scale_bytes());
-    wide += L.block_bytes(), dst += L.stored_block_bytes();
+    std::memcpy(dst + L.stored_scale_offset(u), wide + L.scale_offset(u), L.scale_bytes());
+    wide += L.unit_bytes(), dst += L.stored_unit_bytes();
   }
 }
 

@@ -13,16 +13,20 @@
 //     memory, see below)
 //   blocks of 32 (16 for Q6_K), f16 scale per (row, block), f16 bias per (row, block)
 //   or bias = -offset * scale when the format has a fixed zero point;
-//   Q4_K and Q5_K keep their two-level scales instead (k_scales), so Q4_K panels are
-//   only 1/36 larger than the file: per block 16 u8 scale codes sc and 16 u8 min
-//   codes mn, and every 8 blocks (one super-block) a header of 16 f16 d and 16 f16
-//   dmin; scale = d * sc, bias = -dmin * mn.
-// Panel block layout (16 rows): code vectors of 64 bytes (vector k holds codes
-// 4k..4k+3 of each row in bytes 4r..4r+3; for 4-bit codes the low nibbles are codes
-// 4k.. and the high nibbles codes 16+4k..), then 16 f16 scales, then 16 f16 biases
-// (or with k_scales: 16 sc, then 16 mn); in odd blocks of layouts whose blocks are 32
-// bytes past a multiple of 64, the 32 bytes of scales come before the codes
-// (PanelLayout::scales_first).
+//   Q4_K, Q5_K and Q6_K keep their two-level scales instead, so their panels are near
+//   the file's size: every 256 elements (one super-block) a header of 16 f16 d (and
+//   for Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales (Q4_K,
+//   Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn, scale = d * sc, bias = -dmin *
+//   mn; i8_scales (Q6_K): 16 i8 scale codes sc, scale = d * sc, bias = -32 * scale.
+//   Scales are exact in f32 either way (an 8-bit code times an f16).
+// Panel unit layout (16 rows): a unit is one block, or two for Q6_K (whose two blocks'
+// i8 scales share 32 bytes); the units of a super-block follow its header. A unit's
+// code vectors of 64 bytes (vector k holds codes 4k..4k+3 of each row in bytes
+// 4r..4r+3; for 4-bit codes the low nibbles are codes 4k.. and the high nibbles codes
+// 16+4k..), block by block, then 16 f16 scales, then 16 f16 biases (or with k_scales:
+// 16 sc, then 16 mn; with i8_scales: each block's 16 sc); in odd units of layouts
+// whose units are 32 bytes past a multiple of 64, the 32 bytes of scales come before
+// the codes (PanelLayout::scales_first).
 //
 // Compact panels: 8-bit codes of 5 or 6 bits (Q5_0, Q5_1, Q5_K, Q6_K) would stream 1.4-1.7
 // times the file's bytes, so packed weights keep them as each code's low nibble and high
@@ -32,8 +36,8 @@
 // vectors of nibbles (byte j of vector k: code vector k's byte j in the low nibble,
 // vector k + G/2's in the high one), then 64 bytes of high bits (byte j: code vector
 // g's byte j's bits 4.. at bits (s - 4) g.., s = stored_bits: (s - 4) G = 8); its
-// scales as in the wide block, and the same alternation of the two (scales_first) by
-// its own size; k_scales super-block headers as in the wide panel.
+// scales as in the wide unit, and the same alternation of the two (scales_first) by
+// its own size; super-block headers as in the wide panel.
 //
 // Float weights (F32, F16, BF16) pack into 16-row panels too, with the 16 rows' element
 // k side by side (panel element 16 k + r is W[16 g + r, k]): one vector load gives 16
@@ -51,8 +55,8 @@ namespace tps {
 constexpr int kPanelRows = 16;
 
 struct PanelLayout {
-  static constexpr int kSuperBlocks = 8;      // blocks per k_scales super-block
-  static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin
+  static constexpr int kSuperUnits = 8;       // units per super-block (256 elements)
+  static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin (or zeros)
 
   int code_bits = 8;   // 4 or 8
   int block = 32;      // elements per scale: 32, or 16 (Q6_K)
@@ -62,41 +66,47 @@ struct PanelLayout {
   // 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
   // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
   int stored_bits = 0;
+  bool i8_scales = false;
   constexpr bool compact() const { return stored_bits != 0; }
+  constexpr bool super_headers() const { return k_scales || i8_scales; }
+  constexpr int unit_blocks() const { return i8_scales ? 2 : 1; }
   constexpr size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
-  constexpr size_t block_bytes() const { return code_bytes() + scale_bytes(); }
-  constexpr size_t scale_bytes() const { return k_scales ? 32 : 32 + (has_bias ? 32 : 0); }
+  constexpr size_t scale_bytes() const { return k_scales || i8_scales ? 32 : 32 + (has_bias ? 32 : 0); }
   constexpr size_t stored_code_bytes() const {
     return compact() ? static_cast<size_t>(kPanelRows * block * stored_bits / 8) : code_bytes();
   }
-  constexpr size_t stored_block_bytes() const { return stored_code_bytes() + scale_bytes(); }
-  // Blocks of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
-  // an odd block puts its scales first, so every block's code vectors start on a cache
+  // A unit: unit_blocks() blocks' codes and their scales.
+  constexpr size_t unit_bytes() const { return unit_blocks() * code_bytes() + scale_bytes(); }
+  constexpr size_t stored_unit_bytes() const { return unit_blocks() * stored_code_bytes() + scale_bytes(); }
+  // Units of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
+  // an odd unit puts its scales first, so every block's code vectors start on a cache
   // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
-  static constexpr bool scales_first(size_t bytes_per_block, int64_t b) {
-    return bytes_per_block % 64 == 32 && b % 2 == 1;
+  static constexpr bool scales_first(size_t bytes_per_unit, int64_t u) {
+    return bytes_per_unit % 64 == 32 && u % 2 == 1;
   }
-  // Where block b's codes and scales start within it; the kernels, which know their
+  // Where unit u's codes and scales start within it; the kernels, which know their
   // layout's sizes at compile time, call the static forms.
-  static constexpr size_t code_offset(size_t bytes_per_block, int64_t b) {
-    return scales_first(bytes_per_block, b) ? 32 : 0;
+  static constexpr size_t code_offset(size_t bytes_per_unit, int64_t u) {
+    return scales_first(bytes_per_unit, u) ? 32 : 0;
   }
-  static constexpr size_t scale_offset(size_t bytes_per_block, size_t code_bytes, int64_t b) {
-    return scales_first(bytes_per_block, b) ? 0 : code_bytes;
+  static constexpr size_t scale_offset(size_t bytes_per_unit, size_t unit_code_bytes, int64_t u) {
+    return scales_first(bytes_per_unit, u) ? 0 : unit_code_bytes;
   }
-  constexpr size_t code_offset(int64_t b) const { return code_offset(block_bytes(), b); }
-  constexpr size_t scale_offset(int64_t b) const { return scale_offset(block_bytes(), code_bytes(), b); }
-  constexpr size_t stored_code_offset(int64_t b) const { return code_offset(stored_block_bytes(), b); }
-  constexpr size_t stored_scale_offset(int64_t b) const { return scale_offset(stored_block_bytes(), stored_code_bytes(), b); }
+  constexpr size_t code_offset(int64_t u) const { return code_offset(unit_bytes(), u); }
+  constexpr size_t scale_offset(int64_t u) const { return scale_offset(unit_bytes(), unit_blocks() * code_bytes(), u); }
+  constexpr size_t stored_code_offset(int64_t u) const { return code_offset(stored_unit_bytes(), u); }
+  constexpr size_t stored_scale_offset(int64_t u) const {
+    return scale_offset(stored_unit_bytes(), unit_blocks() * stored_code_bytes(), u);
+  }
   // One panel of 16 rows of `cols` elements as the kernels read it, and as kept in
   // memory: whole numbers of cache lines.
-  constexpr size_t group_bytes(int64_t cols) const { return panel_bytes(cols, block_bytes()); }
-  constexpr size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_block_bytes()); }
+  constexpr size_t group_bytes(int64_t cols) const { return panel_bytes(cols, unit_bytes()); }
+  constexpr size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_unit_bytes()); }
 
  private:
-  constexpr size_t panel_bytes(int64_t cols, size_t bytes_per_block) const {
-    auto blocks = static_cast<size_t>(cols / block);
-    return (blocks * bytes_per_block + (k_scales ? blocks / kSuperBlocks * kSuperHeader : 0) + 63) / 64 * 64;
+  constexpr size_t panel_bytes(int64_t cols, size_t bytes_per_unit) const {
+    auto units = static_cast<size_t>(cols / block / unit_blocks());
+    return (units * bytes_per_unit + (super_headers() ? units / kSuperUnits * kSuperHeader : 0) + 63) / 64 * 64;
   }
 };
 

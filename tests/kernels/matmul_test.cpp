@@ -271,22 +271,27 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
       EXPECT_EQ(layout->group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
       EXPECT_EQ(layout->stored_group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
       size_t offset = 0, stored = 0;
-      for (int64_t b = 0; b < cols / layout->block; ++b) {
-        if (layout->k_scales && b % PanelLayout::kSuperBlocks == 0) {
+      for (int64_t u = 0; u < cols / layout->block / layout->unit_blocks(); ++u) {
+        if (layout->super_headers() && u % PanelLayout::kSuperUnits == 0) {
           offset += PanelLayout::kSuperHeader;
           stored += PanelLayout::kSuperHeader;
         }
-        EXPECT_EQ((offset + layout->code_offset(b)) % 64, 0u) << type_name(type) << ", block " << b;
-        EXPECT_EQ((stored + layout->stored_code_offset(b)) % 64, 0u) << type_name(type) << ", stored block " << b;
-        offset += layout->block_bytes();
-        stored += layout->stored_block_bytes();
+        for (int i = 0; i < layout->unit_blocks(); ++i) {
+          EXPECT_EQ((offset + layout->code_offset(u) + i * layout->code_bytes()) % 64, 0u)
+              << type_name(type) << ", unit " << u << " block " << i;
+          EXPECT_EQ((stored + layout->stored_code_offset(u) + i * layout->stored_code_bytes()) % 64, 0u)
+              << type_name(type) << ", stored unit " << u << " block " << i;
+        }
+        offset += layout->unit_bytes();
+        stored += layout->stored_unit_bytes();
       }
     }
   }
 }
 
 // Compact panels (Q5_0, Q5_1, Q5_K, Q6_K) take the file's bits per weight or a little
-// more, not the wide panels' 8-bit codes, and every ISA's widen_panel gives back the
+// more (at most 0.13: Q5_K's f16 d and dmin per 16 rows and 256 weights are 1/8 bit),
+// not the wide panels' 8-bit codes, and every ISA's widen_panel gives back the
 // wide panel pack_panel makes, byte for byte (a partial panel too).
 TEST(PackWeights, CompactPanelsWidenToTheWidePanels) {
   ThreadPool pool(2);
@@ -298,7 +303,7 @@ TEST(PackWeights, CompactPanelsWidenToTheWidePanels) {
     ++compact_types;
     const double file_bits = 8.0 * static_cast<double>(row_bytes(type, cols)) / static_cast<double>(cols);
     const double stored_bits = 8.0 * static_cast<double>(layout->stored_group_bytes(cols)) / (kPanelRows * cols);
-    EXPECT_LE(stored_bits, file_bits + 0.5) << type_name(type);
+    EXPECT_LE(stored_bits, file_bits + 0.13) << type_name(type);
     EXPECT_LT(stored_bits, 8.0 * static_cast<double>(layout->group_bytes(cols)) / (kPanelRows * cols)) << type_name(type);
     const auto m = random_matrix(type, rows, cols, 21, pool);
     ASSERT_TRUE(m->packed.compact()) << type_name(type);
