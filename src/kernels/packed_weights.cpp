@@ -164,37 +164,30 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
   const size_t super_bytes = w.type == GgmlType::kQ6_K   ? sizeof(BlockQ6_K)
                              : w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K)
                                                          : sizeof(BlockQ4_K);
-  const int64_t units = w.cols / L.block / L.unit_blocks(), blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
+  const int64_t blocks = w.cols / L.block, blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
+  std::memset(dst, 0, L.group_bytes(w.cols));
   DecodedBlock dec;
-  for (int64_t u = 0; u < units; ++u) {
-    if (u % PanelLayout::kSuperUnits == 0) {
-      std::memset(dst, 0, PanelLayout::kSuperHeader);
-      for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-        const uint8_t* sb = w.data + (g * kPanelRows + r) * rb + (u / PanelLayout::kSuperUnits) * super_bytes;
+  for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
+    const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t s = b / blocks_per_super, u = b / L.unit_blocks();
+      const int j = static_cast<int>(b % blocks_per_super), i = static_cast<int>(b % L.unit_blocks());
+      const uint8_t* sb = row + s * super_bytes;
+      if (j == 0) {
+        uint8_t* header = dst + L.super_header(s);
         if (L.i8_scales) {
-          std::memcpy(dst + 2 * r, &reinterpret_cast<const BlockQ6_K*>(sb)->d, 2);
+          std::memcpy(header + 2 * r, &reinterpret_cast<const BlockQ6_K*>(sb)->d, 2);
         } else {
-          std::memcpy(dst + 2 * r, sb, 2);           // d
-          std::memcpy(dst + 32 + 2 * r, sb + 2, 2);  // dmin
+          std::memcpy(header + 2 * r, sb, 2);           // d
+          std::memcpy(header + 32 + 2 * r, sb + 2, 2);  // dmin
         }
       }
-      dst += PanelLayout::kSuperHeader;
+      decode_block(w.type, row, b, &dec);
+      put_codes(L, dec.codes, r, dst + L.block_codes(b));
+      uint8_t* sc = dst + L.unit_scales(u);
+      if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(reinterpret_cast<const BlockQ6_K*>(sb)->scales[j]);
+      else unpack_k_scale(sb + 4, j, sc + r, sc + kPanelRows + r);
     }
-    std::memset(dst, 0, L.unit_bytes());
-    uint8_t* sc = dst + L.scale_offset(u);
-    for (int i = 0; i < L.unit_blocks(); ++i) {
-      const int64_t b = u * L.unit_blocks() + i;
-      const int j = static_cast<int>(b % blocks_per_super);
-      for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-        const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
-        const uint8_t* sb = row + (b / blocks_per_super) * super_bytes;
-        decode_block(w.type, row, b, &dec);
-        put_codes(L, dec.codes, r, dst + L.code_offset(u) + i * L.code_bytes());
-        if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(reinterpret_cast<const BlockQ6_K*>(sb)->scales[j]);
-        else unpack_k_scale(sb + 4, j, sc + r, sc + kPanelRows + r);
-      }
-    }
-    dst += L.unit_bytes();
   }
 }
 
@@ -239,25 +232,22 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
 
 void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst) {
   const int groups = L.block / 4, half = groups / 2, high_bits = L.stored_bits - 4;
+  const int64_t blocks = cols / L.block, units = blocks / L.unit_blocks();
   std::memset(dst, 0, L.stored_group_bytes(cols));
-  for (int64_t u = 0; u < cols / L.block / L.unit_blocks(); ++u) {
-    if (L.super_headers() && u % PanelLayout::kSuperUnits == 0) {
-      std::memcpy(dst, wide, PanelLayout::kSuperHeader);
-      wide += PanelLayout::kSuperHeader, dst += PanelLayout::kSuperHeader;
+  if (L.super_headers())
+    for (int64_t s = 0; s < units / PanelLayout::kSuperUnits; ++s)
+      std::memcpy(dst + L.stored_super_header(s), wide + L.super_header(s), PanelLayout::kSuperHeader);
+  for (int64_t u = 0; u < units; ++u)
+    std::memcpy(dst + L.stored_unit_scales(u), wide + L.unit_scales(u), L.scale_bytes());
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* codes = wide + L.block_codes(b);
+    uint8_t* nibbles = dst + L.stored_block_codes(b);
+    uint8_t* high = nibbles + 64 * half;
+    for (int j = 0; j < 64; ++j) {
+      for (int k = 0; k < half; ++k)
+        nibbles[64 * k + j] = static_cast<uint8_t>((codes[64 * k + j] & 0xF) | (codes[64 * (k + half) + j] & 0xF) << 4);
+      for (int g = 0; g < groups; ++g) high[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 4) << (high_bits * g));
     }
-    for (int i = 0; i < L.unit_blocks(); ++i) {
-      const uint8_t* codes = wide + L.code_offset(u) + i * L.code_bytes();
-      uint8_t* nibbles = dst + L.stored_code_offset(u) + i * L.stored_code_bytes();
-      uint8_t* high = nibbles + 64 * half;
-      for (int j = 0; j < 64; ++j) {
-        for (int k = 0; k < half; ++k)
-          nibbles[64 * k + j] =
-              static_cast<uint8_t>((codes[64 * k + j] & 0xF) | (codes[64 * (k + half) + j] & 0xF) << 4);
-        for (int g = 0; g < groups; ++g) high[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 4) << (high_bits * g));
-      }
-    }
-    std::memcpy(dst + L.stored_scale_offset(u), wide + L.scale_offset(u), L.scale_bytes());
-    wide += L.unit_bytes(), dst += L.stored_unit_bytes();
   }
 }
 

@@ -102,8 +102,29 @@ struct PanelLayout {
   // memory: whole numbers of cache lines.
   constexpr size_t group_bytes(int64_t cols) const { return panel_bytes(cols, unit_bytes()); }
   constexpr size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_unit_bytes()); }
+  // Where block b's codes, unit u's scales and super-block s's header start within a
+  // panel, wide and as stored (the kernels walk a panel instead).
+  constexpr size_t block_codes(int64_t b) const { return codes_at(b, unit_bytes(), code_bytes()); }
+  constexpr size_t stored_block_codes(int64_t b) const { return codes_at(b, stored_unit_bytes(), stored_code_bytes()); }
+  constexpr size_t unit_scales(int64_t u) const { return unit_start(u, unit_bytes()) + scale_offset(u); }
+  constexpr size_t stored_unit_scales(int64_t u) const {
+    return unit_start(u, stored_unit_bytes()) + stored_scale_offset(u);
+  }
+  constexpr size_t super_header(int64_t s) const { return unit_start(s * kSuperUnits, unit_bytes()) - kSuperHeader; }
+  constexpr size_t stored_super_header(int64_t s) const {
+    return unit_start(s * kSuperUnits, stored_unit_bytes()) - kSuperHeader;
+  }
 
  private:
+  constexpr size_t unit_start(int64_t u, size_t bytes_per_unit) const {
+    const auto n = static_cast<size_t>(u);
+    return n * bytes_per_unit + (super_headers() ? (n / kSuperUnits + 1) * kSuperHeader : 0);
+  }
+  constexpr size_t codes_at(int64_t b, size_t bytes_per_unit, size_t block_code_bytes) const {
+    const int64_t u = b / unit_blocks();
+    return unit_start(u, bytes_per_unit) + code_offset(bytes_per_unit, u) +
+           static_cast<size_t>(b % unit_blocks()) * block_code_bytes;
+  }
   constexpr size_t panel_bytes(int64_t cols, size_t bytes_per_unit) const {
     auto units = static_cast<size_t>(cols / block / unit_blocks());
     return (units * bytes_per_unit + (super_headers() ? units / kSuperUnits * kSuperHeader : 0) + 63) / 64 * 64;
