@@ -3,6 +3,7 @@
 // arithmetic (2 ops per multiply-add), and the roofline bound that follows from this
 // machine's read bandwidth and peak compute.
 #include <cstdint>
+#include <string>
 
 #include "bench/bench_plan.h"
 #include "model/model_config.h"
@@ -31,6 +32,7 @@ CaseCost case_cost(const ModelCost& model, const BenchCase& c);
 struct Roofs {
   double read_gbps = 0;   // DRAM read bandwidth at the case's thread count (1e9 B/s)
   double peak_ops = 0;    // peak ops/s of the compute path the weights run on
+  std::string path;       // that path, as the probe names it ("int8", "amx_int8", "f32")
 };
 
 struct RooflineFigures {

@@ -32,6 +32,15 @@ int64_t BenchCase::tokens() const {
   return 0;
 }
 
+int64_t BenchCase::step_rows() const {
+  switch (kind) {
+    case BenchKind::kPrefill: return prompt * batch;
+    case BenchKind::kDecode: return 1;
+    case BenchKind::kBatched: return batch;
+  }
+  return 0;
+}
+
 std::vector<int64_t> parse_int_list(const std::string& text, const std::string& flag) {
   std::vector<int64_t> out;
   size_t start = 0;

@@ -24,6 +24,7 @@ struct BenchCase {
   std::string test_name() const;  // "pp512", "tg128", "batched"
   std::string label() const;      // "pp512", "tg128", "B4 pp128+tg64", with "@d512" when deep
   int64_t tokens() const;         // tokens per timed run that count for tokens/s
+  int64_t step_rows() const;      // tokens per forward pass of the timed phase (before chunking)
 };
 
 struct BenchPlanOptions {

@@ -137,7 +137,8 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                       {"depth", c.depth},
                       {"repetitions", r.result.tokens_per_s.samples.size()},
                       {"read_gbps", r.roofs.read_gbps},
-                      {"peak_ops_per_s", r.roofs.peak_ops}};
+                      {"peak_ops_per_s", r.roofs.peak_ops},
+                      {"compute_path", r.roofs.path}};
   j.update(phase_json(r.result));
   if (r.prefill) j["prefill"] = phase_json(*r.prefill);
   if (r.breakdown) {
@@ -208,7 +209,7 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
     case BenchFormat::kCsv:
       out = "model,weight_type,weight_bytes,params,threads,test,batch,prompt_tokens,gen_tokens,depth,"
             "tokens_per_s,std,bytes_per_token,achieved_gbps,mbu,ops_per_token,achieved_ops_per_s,mfu,"
-            "bound_tokens_per_s,bound,prefill_tokens_per_s,prefill_std,stream_gbps,mbu_stream\n";
+            "bound_tokens_per_s,bound,prefill_tokens_per_s,prefill_std,stream_gbps,mbu_stream,kernels,compute_path\n";
       for (const auto& r : report.rows) {
         const BenchCase& c = r.bench_case;
         const PhaseResult& p = r.result;
@@ -219,31 +220,32 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
                            p.figures.mfu, p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
         out += r.prefill ? fmt::format("{:.3f},{:.3f},", r.prefill->tokens_per_s.mean, r.prefill->tokens_per_s.std)
                          : std::string(",,");
-        out += p.stream_gbps.samples.empty() ? std::string(",\n")
-                                             : fmt::format("{:.3f},{:.4f}\n", p.stream_gbps.mean, p.mbu_stream);
+        out += p.stream_gbps.samples.empty() ? std::string(",,")
+                                             : fmt::format("{:.3f},{:.4f},", p.stream_gbps.mean, p.mbu_stream);
+        out += fmt::format("{},{}\n", report.kernels, r.roofs.path);
       }
       return out;
     case BenchFormat::kMarkdown:
       break;
   }
-  out = "| model | type | size | params | threads | test | t/s | bytes/tok | GB/s | MBU | MBU run | Gop/s | MFU | bound t/s |\n"
-        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n";
-  auto line = [&](const BenchCase& c, const std::string& test, const PhaseResult& p) {
+  out = "| model | type | size | params | threads | test | t/s | bytes/tok | GB/s | MBU | MBU run | Gop/s | MFU | path | bound t/s |\n"
+        "| --- | --- | ---: | ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n";
+  auto line = [&](const BenchCase& c, const std::string& test, const PhaseResult& p, const std::string& path) {
     std::string name = c.depth > 0 ? fmt::format("{} @ d{}", test, c.depth) : test;
     std::string mbu_run = p.stream_gbps.samples.empty() ? "-" : fmt::format("{:.0f}%", 100 * p.mbu_stream);
-    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {:.1f} | {:.0f}% | {} | {:.1f} | {:.1f}% | {:.1f} ({}) |\n",
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {:.1f} | {:.0f}% | {} | {:.1f} | {:.1f}% | {} | {:.1f} ({}) |\n",
                        m.label(), m.weight_type, human_bytes(double(m.weight_bytes)), human_count(double(m.params)),
                        c.threads, name, p.tokens_per_s.mean, p.tokens_per_s.std, human_bytes(p.cost.bytes_per_token),
                        p.figures.achieved_gbps, 100 * p.figures.mbu, mbu_run, p.figures.achieved_ops / 1e9, 100 * p.figures.mfu,
-                       p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
+                       path, p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
   };
   for (const auto& r : report.rows) {
     const BenchCase& c = r.bench_case;
     if (r.prefill) {
-      line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill);
-      line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result);
+      line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill, r.roofs.path);
+      line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result, r.roofs.path);
     } else {
-      line(c, r.test, r.result);
+      line(c, r.test, r.result, r.roofs.path);
     }
   }
   out += fmt::format("\nroofs: {}; kernels: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source,

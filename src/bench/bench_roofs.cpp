@@ -43,17 +43,15 @@ LoadedProfile find_or_probe_profile(const std::string& path, int threads,
                                (dir / "profile.json").string())};
 }
 
-std::string compute_path_for(const std::string& weight_type) {
-  if (weight_type == "f32" || weight_type == "f16") return "f32";
-  if (weight_type == "bf16") return "bf16";
-  return "int8";
-}
-
-Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& weight_type) {
+Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& path) {
   Roofs r;
   r.read_gbps = profile.bandwidth_gbps(bytes, threads);
-  const ComputePeak* peak = profile.peak(compute_path_for(weight_type));
-  if (!peak || peak->by_threads.empty()) peak = profile.peak("f32");
+  r.path = path;
+  const ComputePeak* peak = profile.peak(path);
+  if (!peak || peak->by_threads.empty()) {
+    peak = profile.peak("f32");
+    r.path = "f32";
+  }
   if (peak && !peak->by_threads.empty()) r.peak_ops = peak->ops_per_s(threads);
   return r;
 }

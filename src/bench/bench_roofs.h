@@ -26,11 +26,8 @@ LoadedProfile find_or_probe_profile(const std::string& path, int threads,
 std::optional<LoadedProfile> cached_profile(const std::string& dir,
                                             const std::function<void(const std::string&)>& status);
 
-// The compute path a weight type's matmuls run on: "int8" for block-quantized weights
-// (activations are quantized to 8 bits), "bf16" for BF16, "f32" otherwise.
-std::string compute_path_for(const std::string& weight_type);
-
-// Read bandwidth for a working set of `bytes` and the path's peak, at `threads` threads.
-Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& weight_type);
+// Read bandwidth for a working set of `bytes` and the peak of compute path `path`
+// (kernels' compute_path; the f32 peak where the profile lacks it), at `threads` threads.
+Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& path);
 
 }  // namespace tps

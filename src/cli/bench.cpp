@@ -106,6 +106,8 @@ int run_bench(const BenchArgs& a) {
   report.roofs_source = profile.source;
   report.kernels = isa_name(active_isa());
 
+  const std::string& wt = report.model.weight_type;
+  const bool quantized = wt != "f32" && wt != "f16" && wt != "bf16";
   BenchRunner runner(*model, a.seed);
   std::unique_ptr<ThreadPool> pool;
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -116,7 +118,7 @@ int run_bench(const BenchArgs& a) {
     };
     BenchMeasurement m = runner.run(c, a.repetitions, *pool, case_status, a.breakdown);
     Roofs roofs = roofs_from_profile(profile.profile, c.threads, static_cast<int64_t>(cost.weight_bytes_per_step),
-                                     report.model.weight_type);
+                                     compute_path(active_isa(), quantized, c.step_rows()));
     report.rows.push_back(bench_row(m, cost, roofs));
   }
   progress.clear();

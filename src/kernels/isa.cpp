@@ -14,21 +14,16 @@ namespace tps {
 
 namespace {
 
+// What the CPU runs. AMX also needs Linux's grant of the tile state and the kernels'
+// agreement with AVX-512 on this CPU, which is checked only when AMX is first asked
+// for (amx_status): the check takes tens of milliseconds.
 struct Support {
   bool flags[kIsaCount];
   bool gfni;
-  AmxStatus amx = AmxStatus::kAbsent;
   Support() {
     const CpuFeatures f = read_cpu_features();
     gfni = f.gfni;
     for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
-    bool& has_amx = flags[static_cast<int>(Isa::kAmx)];
-    if (has_amx) amx = !request_amx_tile_state() ? AmxStatus::kNotGranted
-                       : !agrees_with_avx512(*isa_kernels_amx()) ? AmxStatus::kDisagrees
-                       : AmxStatus::kUsable;
-    if (amx == AmxStatus::kDisagrees)
-      std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
-    has_amx = amx == AmxStatus::kUsable;
   }
 };
 
@@ -37,14 +32,26 @@ const Support& support() {
   return s;
 }
 
+AmxStatus check_amx() {
+  if (!support().flags[static_cast<int>(Isa::kAmx)]) return AmxStatus::kAbsent;
+  if (!request_amx_tile_state()) return AmxStatus::kNotGranted;
+  if (!agrees_with_avx512(*isa_kernels_amx())) {
+    std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
+    return AmxStatus::kDisagrees;
+  }
+  return AmxStatus::kUsable;
+}
+
 Isa best_supported(Isa cap) {
   for (int i = static_cast<int>(cap); i > 0; --i)
-    if (support().flags[i]) return static_cast<Isa>(i);
+    if (cpu_supports(static_cast<Isa>(i))) return static_cast<Isa>(i);
   return Isa::kScalar;
 }
 
+// AMX only when asked for: on the one Sapphire Rapids measured (issue 23) its kernels
+// were slower than AVX-512 for prefill and batched decode, so the default stops below it.
 Isa initial_isa() {
-  Isa cap = Isa::kAmx;
+  Isa cap = kDefaultIsaCap;
   if (const char* env = std::getenv("TPS_ISA"); env != nullptr && *env != '\0') {
     std::string v = env;
     if (v == "scalar") cap = Isa::kScalar;
@@ -89,11 +96,17 @@ bool isa_runs_on(Isa isa, const CpuFeatures& f) {
   return false;
 }
 
-bool cpu_supports(Isa isa) { return support().flags[static_cast<int>(isa)]; }
+bool cpu_supports(Isa isa) {
+  if (isa == Isa::kAmx) return amx_status() == AmxStatus::kUsable;
+  return support().flags[static_cast<int>(isa)];
+}
 
 bool cpu_has_gfni() { return support().gfni; }
 
-AmxStatus amx_status() { return support().amx; }
+AmxStatus amx_status() {
+  static const AmxStatus status = check_amx();
+  return status;
+}
 
 Isa active_isa() { return static_cast<Isa>(active_slot().load(std::memory_order_relaxed)); }
 

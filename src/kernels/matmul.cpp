@@ -29,6 +29,11 @@ const IsaKernels* kernels_for(Isa isa) {
   return nullptr;
 }
 
+const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
+  if (!quantized_weights || isa == Isa::kScalar) return "f32";
+  return isa >= Isa::kAmx && tokens >= kAmxMinTokens ? "amx_int8" : "int8";
+}
+
 namespace {
 
 void check_shape(const WeightMatrix& w) {

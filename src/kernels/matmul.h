@@ -18,7 +18,10 @@ namespace tps {
 enum class Isa { kScalar, kAvx2, kAvxVnni, kAvx512, kAmx };
 constexpr int kIsaCount = 5;
 const char* isa_name(Isa isa);
-// The best ISA this CPU supports, unless TPS_ISA=scalar|avx2|avx_vnni|avx512|amx caps it.
+// The best ISA this CPU supports up to kDefaultIsaCap, unless
+// TPS_ISA=scalar|avx2|avx_vnni|avx512|amx sets the cap. AMX is opt-in (TPS_ISA=amx)
+// until it has been measured faster than AVX-512 on AMX hardware.
+constexpr Isa kDefaultIsaCap = Isa::kAvx512;
 Isa active_isa();
 bool cpu_supports(Isa isa);
 // Whether this CPU has GFNI, which the AVX-512 kernels use where it is there.
@@ -26,12 +29,18 @@ bool cpu_has_gfni();
 // Whether a CPU with features f runs the kernels of `isa` (cpu_supports asks it of this
 // CPU, and for AMX also the OS's grant of the tile state).
 bool isa_runs_on(Isa isa, const CpuFeatures& f);
-// Why the AMX path is used or not: the CPU lacks it, Linux did not grant the tile
-// state, or its kernels disagreed with AVX-512 on this CPU's check at startup.
+// Why the AMX path can be used or not: the CPU lacks it, Linux did not grant the tile
+// state, or its kernels disagreed with AVX-512 on this CPU's check (run at the first
+// call, which cpu_supports(Isa::kAmx) and TPS_ISA=amx make).
 enum class AmxStatus { kAbsent, kNotGranted, kDisagrees, kUsable };
 AmxStatus amx_status();
 // Forces a path (tests and comparisons); must be supported by the CPU.
 void set_active_isa(Isa isa);
+// Which of the probe's compute paths (roofline/probe.h) a matmul of `tokens` tokens
+// runs on with `isa`: "amx_int8" (tiles, enough tokens), "int8" (vpdpbusd or its AVX2
+// form: activations quantized to 8 bits) for block-quantized weights, "f32" (FMA) for
+// float weights and for the scalar path.
+const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens);
 
 class PackedWeights;
 

@@ -11,7 +11,7 @@ namespace {
 // The tile instructions take tile numbers as immediates (GCC's intrinsics paste them
 // into the assembly text), so each number the kernel uses is spelled out.
 struct HardwareTiles {
-  static void configure(const TileConfig& c) { _tile_loadconfig(&c); }
+  static void configure(const TileConfig& c) { load_tile_config(c); }
   static void release() { _tile_release(); }
   template <int D>
   static void zero() {

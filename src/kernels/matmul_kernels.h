@@ -7,6 +7,7 @@
 #include <initializer_list>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "kernels/matmul.h"
 #include "kernels/packed_weights.h"
@@ -234,14 +235,21 @@ const IsaKernels* isa_kernels_avx512();
 // dispatcher's AVX-512 choice where the CPU has GFNI.
 const IsaKernels* isa_kernels_avx512_gfni();
 const IsaKernels* isa_kernels_amx();
+// The AMX kernels take a chunk of at least this many tokens through tiles; fewer
+// (decode) stay on vpdpbusd, where one tile row per token would waste the tile unit.
+constexpr int64_t kAmxMinTokens = 5;
 // The AMX kernels over the software model of the tiles (amx_tiles.h): needs AVX-512
 // only; for tests.
 const IsaKernels* isa_kernels_amx_emulated();
 
-// Whether kernels k give exactly the AVX-512 kernels' integer-path outputs on a few
-// small products (needs AVX-512). The AMX kernels were written against a model of the
-// tiles (amx_tiles.h): the dispatcher runs this on the hardware before it trusts them.
+// Whether kernels k give exactly the AVX-512 kernels' integer-path outputs for every
+// weight type with integer panels, through every tile shape the drivers form (needs
+// AVX-512). The AMX kernels were written against a model of the tiles (amx_tiles.h):
+// the dispatcher runs this on the hardware before it trusts them.
 bool agrees_with_avx512(const IsaKernels& k);
+// Token counts that make the drivers form every tile height, over compact and over
+// widened panels: what agrees_with_avx512 and the AMX tests run.
+const std::vector<int64_t>& tile_check_token_counts();
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).
 const IsaKernels* kernels_for(Isa isa);

@@ -8,14 +8,9 @@
 namespace tps {
 
 bool is_supported_weight_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::kF32: case GgmlType::kF16: case GgmlType::kBF16: case GgmlType::kQ8_0:
-    case GgmlType::kQ4_0: case GgmlType::kQ4_1: case GgmlType::kQ5_0: case GgmlType::kQ5_1:
-    case GgmlType::kQ4_K: case GgmlType::kQ5_K: case GgmlType::kQ6_K:
-      return true;
-    default:
-      return false;
-  }
+  for (GgmlType w : kWeightTypes)
+    if (w == t) return true;
+  return false;
 }
 
 void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {

@@ -7,8 +7,10 @@
 
 namespace tps {
 
-// True for the weight types the engine computes with: F32 F16 BF16 Q8_0 Q4_0 Q4_1 Q5_0
-// Q5_1 Q4_K Q5_K Q6_K.
+// The weight types the engine computes with, and the test for one.
+inline constexpr GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16, GgmlType::kQ8_0,
+                                            GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0, GgmlType::kQ5_1,
+                                            GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K};
 bool is_supported_weight_type(GgmlType t);
 
 // n must be a multiple of the type's block size. `src` points at the first block.

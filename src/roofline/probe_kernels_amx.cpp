@@ -10,19 +10,12 @@ namespace tps {
 namespace {
 
 // Tiles 0-3 accumulate, 4-5 hold A rows, 6-7 hold B: four independent products per round.
-void configure_tiles() {
-  TileConfig cfg;
-  cfg.palette_id = 1;
-  for (int t = 0; t < 8; ++t) {
-    cfg.rows[t] = 16;
-    cfg.colsb[t] = 64;
-  }
-  _tile_loadconfig(&cfg);
-}
+constexpr TileShape kFull{16, 64};
+constexpr TileConfig kAllTiles = tile_config({kFull, kFull, kFull, kFull, kFull, kFull, kFull, kFull});
 
 template <bool kBf16>
 double amx_loop(int64_t iterations) {
-  configure_tiles();
+  load_tile_config(kAllTiles);
   alignas(64) uint8_t operand[16 * 64];
   std::memset(operand, kBf16 ? 0x3c : 1, sizeof operand);  // bf16 0x3c3c ~ 0.0115
   alignas(64) int32_t out[16 * 16];

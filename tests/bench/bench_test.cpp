@@ -96,7 +96,7 @@ TEST(BenchCost, BytesOpsAndBound) {
   BenchCase pp{BenchKind::kPrefill, 1024, 0, 1, 0, 2};
   EXPECT_DOUBLE_EQ(case_cost(m, pp).bytes_per_token, 2 * 600e6 / 1024 + m.kv_bytes_per_position * 512.5);
 
-  Roofs roofs{30.0, 1e12};
+  Roofs roofs{30.0, 1e12, "int8"};
   RooflineFigures f = roofline_figures(c, roofs, 40.0);
   EXPECT_FALSE(f.compute_bound);
   EXPECT_NEAR(f.bound_tokens_per_s, 30e9 / c.bytes_per_token, 1e-9);

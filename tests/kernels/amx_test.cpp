@@ -28,10 +28,13 @@ class AmxPanels : public testing::TestWithParam<std::tuple<bool, GgmlType>> {};
 TEST_P(AmxPanels, MatchTheAvx512KernelsBitForBit) {
   auto [hardware, type] = GetParam();
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
-  // On the hardware whenever the CPU has it, also where the startup check disagreed
-  // (then the dispatcher stays off AMX, and this test says why).
+  // On the hardware whenever the CPU has it, also where the self-check disagreed
+  // (then the dispatcher stays off AMX, and this test says where).
   if (hardware && (amx_status() == AmxStatus::kAbsent || amx_status() == AmxStatus::kNotGranted))
     GTEST_SKIP() << "CPU lacks amx, or Linux did not grant its tile state";
+  if (hardware) {
+    EXPECT_NE(amx_status(), AmxStatus::kDisagrees) << "the self-check failed on this CPU";
+  }
   const IsaKernels* amx = hardware ? isa_kernels_amx() : isa_kernels_amx_emulated();
   ThreadPool pool(2);
   const int64_t rows = 40, cols = 512;
@@ -39,7 +42,9 @@ TEST_P(AmxPanels, MatchTheAvx512KernelsBitForBit) {
   for (bool packed : {true, false}) {
     WeightMatrix w = m->w;
     if (!packed) w.packed = nullptr;
-    for (int64_t tokens : {1, 5, 8, 12, 13, 23, 80}) {
+    std::vector<int64_t> counts = {1, 4, 5, 80, 200};
+    for (int64_t t : tile_check_token_counts()) counts.push_back(t);
+    for (int64_t tokens : counts) {
       const auto x = test::gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
       std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
       matmul_parts_with(isa_kernels_avx512(), {{&w, want.data()}}, x.data(), tokens, pool);
@@ -68,6 +73,21 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
     for (int64_t first : {r0, panel1 != nullptr ? r1 : r0})
       for (int64_t t = t0; t < t1; ++t)
         for (int64_t r = first; r < std::min(rows, first + kPanelRows); ++r) y[t * rows + r] = 0.0f;
+  };
+  EXPECT_FALSE(agrees_with_avx512(wrong));
+}
+
+// A kernel wrong in one tile shape of one type only: Q5_K over widened panels, in a
+// chunk that ends with a 7-token tile. The check once tried three types in two tile
+// heights, and a wrong Q5 shape crashed Sapphire Rapids after it passed.
+TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  IsaKernels wrong = *isa_kernels_avx512();
+  wrong.panels = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
+                    int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
+    isa_kernels_avx512()->panels(panel0, panel1, layout, a, t0, t1, y, rows, r0, r1);
+    const bool wide_q5_k = layout.k_scales && layout.code_bits == 8 && !layout.compact();
+    if (wide_q5_k && t1 - t0 == Q8Activations::kGroup + 7) y[t0 * rows + r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -360,6 +361,15 @@ TEST(Isa, ScalarAlwaysSupportedAndNamesAreStable) {
   if (!cpu_supports(Isa::kAmx)) {
     EXPECT_THROW(set_active_isa(Isa::kAmx), Error);
   }
+}
+
+// AMX is opt-in until measured faster on AMX hardware: without TPS_ISA the choice stops
+// at AVX-512 whatever the CPU has.
+TEST(Isa, DefaultStopsBelowAmx) {
+  const char* env = std::getenv("TPS_ISA");
+  if (env != nullptr && *env != '\0') GTEST_SKIP() << "TPS_ISA=" << env << " sets the cap";
+  EXPECT_LE(static_cast<int>(active_isa()), static_cast<int>(kDefaultIsaCap));
+  EXPECT_LT(static_cast<int>(kDefaultIsaCap), static_cast<int>(Isa::kAmx));
 }
 
 // Each path asks for what its kernels use and no more: an Ice Lake server (AVX-512 VNNI
