@@ -9,6 +9,7 @@
 
 #include "core/cpu_features.h"
 #include "core/thread_pool.h"
+#include "kernels/matmul.h"
 
 namespace tps {
 
@@ -87,9 +88,10 @@ CpuInfo detect_cpu() {
   info.vendor = vendor_string();
   info.logical_cpus = ThreadPool::default_threads();
   const CpuFeatures f = read_cpu_features();
-  info.avx2 = f.avx2 && f.fma;
-  info.avx_vnni = info.avx2 && f.avx_vnni;
-  info.avx512 = f.avx512f && f.avx512bw && f.avx512vl;
+  // The kernels' own test of each path, so the probe measures the roofs they run on.
+  info.avx2 = isa_runs_on(Isa::kAvx2, f);
+  info.avx_vnni = isa_runs_on(Isa::kAvxVnni, f);
+  info.avx512 = isa_runs_on(Isa::kAvx512, f);
   info.avx512_vnni = info.avx512 && f.avx512vnni;
   info.avx512_bf16 = info.avx512 && f.avx512bf16;
   info.amx_int8 = f.amx_tile && f.amx_int8;

@@ -11,9 +11,10 @@ struct CpuInfo {
   std::string vendor;         // "AuthenticAMD", "GenuineIntel", ...
   int logical_cpus = 0;       // CPUs this process may run on
   std::vector<std::string> isa;  // extensions that matter to the kernels, e.g. "avx512_vnni"
+  // The kernels' paths (kernels/matmul.h isa_runs_on), so a roof is one they can reach.
   bool avx2 = false;          // with FMA
   bool avx_vnni = false;      // AVX2's vpdpbusd on 256 bits (VEX), also on CPUs without AVX-512
-  bool avx512 = false;        // F + BW + VL
+  bool avx512 = false;        // F + BW + VL + DQ + VNNI
   bool avx512_vnni = false;
   bool avx512_bf16 = false;
   bool amx_int8 = false;      // cpuid leaf 7 EDX bit 25 (and AMX-TILE)
