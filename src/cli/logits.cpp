@@ -23,8 +23,7 @@ struct LogitsArgs {
 int run(const LogitsArgs& a) {
   auto model = Model::load(a.model);
   GoldenLogits golden = read_golden_logits(a.golden);
-  ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::default_threads());
-  LogitsComparison c = compare_with_golden(*model, golden, pool);
+  LogitsComparison c = compare_with_golden(*model, golden, a.threads > 0 ? a.threads : ThreadPool::default_threads());
   LogitsTolerance tol = default_tolerance(*model);
   if (a.max_rms_rel >= 0) tol.max_rms_rel = a.max_rms_rel;
   if (a.min_top1 >= 0) tol.min_top1 = a.min_top1;

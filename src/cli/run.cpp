@@ -1,5 +1,5 @@
 // tps run: generate text from a GGUF model, streaming, then report TTFT, prefill and
-// decode speed and inter-token latency.
+// decode speed and inter-token latency. One request on the same engine as tps serve.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -8,7 +8,8 @@
 
 #include "cli/command.h"
 #include "core/error.h"
-#include "engine/generator.h"
+#include "engine/generation.h"
+#include "engine/model_runner.h"
 
 namespace tps::cli {
 
@@ -65,9 +66,20 @@ int run(RunArgs a) {
   if (!a.prompt_file.empty()) a.prompt = read_prompt_file(a.prompt_file);
   auto model = Model::load(a.model);
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
-  ThreadPool pool(threads);
-  Generator generator(*model, pool, a.context);
-  const std::vector<int32_t> prompt = model->tokenizer().encode(a.prompt, true, true);
+  std::string note;
+  const KvGeometry kv = plan_kv_geometry(model->config(), {a.context, 0, KvCache::kDefaultBlockTokens, 1}, &note);
+  if (!note.empty()) std::fprintf(stderr, "tps run: %s\n", note.c_str());
+  ModelRunner runner(*model, kv, threads);
+  EngineConfig config;
+  config.max_seqs = 1;
+  config.max_batch_tokens = static_cast<int32_t>(kv.context);  // the prompt in one forward pass
+  const Tokenizer& tokenizer = model->tokenizer();
+  config.is_eog = [&tokenizer](int32_t id) { return tokenizer.is_eog(id); };
+  Engine engine(runner, config);
+  const std::vector<int32_t> prompt = tokenizer.encode(a.prompt, true, true);
+  // Asked for tokens that cannot fit: say so now rather than stop short.
+  if (static_cast<int64_t>(prompt.size()) + a.n_predict > kv.context)
+    fail("prompt of {} tokens plus {} to generate exceeds the context of {}", prompt.size(), a.n_predict, kv.context);
   GenerationOptions options;
   options.max_tokens = a.n_predict;
   options.sampling = a.sampling;
@@ -77,13 +89,13 @@ int run(RunArgs a) {
   // The prompt is echoed before its continuation, as llama-cli and llama2.c do.
   const std::string echo = a.hide_prompt ? "" : a.prompt;
   if (stream) std::fwrite(echo.data(), 1, echo.size(), stdout);
-  GenerationResult result = generator.generate(prompt, options, [&](std::string_view text) {
+  GenerationResult result = generate(engine, tokenizer, prompt, options, [&](std::string_view text) {
     if (!stream) return;
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
   });
   if (a.json) {
-    std::printf("%s\n", summary_json(result, threads, generator.context()).dump(2).c_str());
+    std::printf("%s\n", summary_json(result, threads, kv.context).dump(2).c_str());
     return 0;
   }
   if (!stream) std::printf("%s%s", echo.c_str(), result.text.c_str());

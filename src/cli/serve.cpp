@@ -22,8 +22,8 @@ struct ServeArgs {
   int threads = 0;
   int64_t context = 0;
   int32_t max_seqs = 16;
-  int32_t kv_blocks = 0;
-  int32_t block_tokens = static_cast<int32_t>(KvCache::kDefaultBlockTokens);
+  int64_t kv_blocks = 0;
+  int64_t block_tokens = KvCache::kDefaultBlockTokens;
   int32_t batch_tokens = 512;
   int32_t max_queue = 64;
   std::string chat_template;
@@ -43,31 +43,21 @@ ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
 
 int serve(ServeArgs a) {
   if (a.max_seqs < 1) fail("--max-seqs must be at least 1");
-  if (a.block_tokens < 1) fail("--block-size must be at least 1");
   if (a.batch_tokens < a.max_seqs) fail("--batch-tokens must be at least --max-seqs ({})", a.max_seqs);
   auto model = Model::load(a.model);
   ChatFamily chat = choose_chat_family(a, *model);
 
-  int64_t ctx = a.context > 0 ? a.context : std::min<int64_t>(model->config().context_length, 4096);
-  const int32_t bt = a.block_tokens;
-  // By default room for every sequence at up to 512 tokens (or one at the whole
-  // context); blocks are handed out on demand and preemption covers the rest.
-  int64_t blocks = a.kv_blocks > 0 ? a.kv_blocks
-                                   : std::max<int64_t>((ctx + bt - 1) / bt + 1, (int64_t{a.max_seqs} * 512) / bt);
-  if (blocks < 2) fail("--kv-blocks must be at least 2");
-  // One sequence must always fit alone (plus one block for a copy-on-write).
-  if (ctx > (blocks - 1) * bt) {
-    ctx = (blocks - 1) * bt;
-    std::fprintf(stderr, "tps serve: context limited to %lld tokens by --kv-blocks %lld\n",
-                 static_cast<long long>(ctx), static_cast<long long>(blocks));
-  }
+  // Blocks are handed out on demand and preemption covers the rest.
+  std::string note;
+  const KvGeometry kv = plan_kv_geometry(model->config(), {a.context, a.kv_blocks, a.block_tokens, a.max_seqs}, &note);
+  if (!note.empty()) std::fprintf(stderr, "tps serve: %s\n", note.c_str());
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
-  ModelRunner runner(*model, blocks, bt, threads);
+  ModelRunner runner(*model, kv, threads);
 
   EngineConfig ec;
-  ec.scheduler = {a.max_seqs, a.batch_tokens, bt, !a.no_prefix_cache};
-  ec.n_blocks = static_cast<int32_t>(blocks);
-  ec.ctx_size = static_cast<int32_t>(ctx);
+  ec.max_seqs = a.max_seqs;
+  ec.max_batch_tokens = a.batch_tokens;
+  ec.prefix_cache = !a.no_prefix_cache;
   ec.max_queue = a.max_queue;
   const Tokenizer& tokenizer = model->tokenizer();
   ec.is_eog = [&tokenizer](int32_t id) { return tokenizer.is_eog(id); };
@@ -97,8 +87,8 @@ int serve(ServeArgs a) {
 
   int port = server.bind();
   std::printf("tps serve: %s on http://%s:%d (ctx %lld, %lld KV blocks of %d, max %d sequences, chat %s, %d threads)\n",
-              so.model_name.c_str(), so.host.c_str(), port, static_cast<long long>(ctx),
-              static_cast<long long>(blocks), bt, a.max_seqs, chat_family_name(chat), threads);
+              so.model_name.c_str(), so.host.c_str(), port, static_cast<long long>(kv.context),
+              static_cast<long long>(kv.blocks), static_cast<int>(kv.block_tokens), a.max_seqs, chat_family_name(chat), threads);
   std::fflush(stdout);
   std::thread waiter([&] {
     int sig = 0;

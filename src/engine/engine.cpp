@@ -16,8 +16,18 @@ struct Engine::Active : Sequence {
   Sampler sampler;
 };
 
+namespace {
+
+SchedulerConfig scheduler_config(const EngineConfig& c, const KvGeometry& g) {
+  return {c.max_seqs, c.max_batch_tokens, static_cast<int32_t>(g.block_tokens), c.prefix_cache};
+}
+
+}  // namespace
+
 Engine::Engine(BatchModel& model, const EngineConfig& config)
-    : model_(model), config_(config), pool_(config.n_blocks), scheduler_(config.scheduler, pool_) {
+    : model_(model), config_(config), context_(static_cast<int32_t>(model.kv_geometry().context)),
+      pool_(static_cast<int32_t>(model.kv_geometry().blocks)),
+      scheduler_(scheduler_config(config, model.kv_geometry()), pool_) {
   if (config_.is_eog)
     for (int32_t id = 0; id < model_.vocab_size(); ++id)
       if (config_.is_eog(id)) eog_ids_.push_back(id);
@@ -193,12 +203,15 @@ static void fill_logprobs(const float* logits, int32_t vocab, int32_t n_top, Gen
 
 void Engine::sample_and_emit(Active& a, float* logits) {
   const int32_t vocab = model_.vocab_size();
+  if (a.request.on_logits) a.request.on_logits({logits, static_cast<size_t>(vocab)});
   std::vector<float> raw;
   if (a.request.top_logprobs >= 0) raw.assign(logits, logits + vocab);
   if (a.request.ignore_eos)
     for (int32_t id : eog_ids_) logits[id] = -std::numeric_limits<float>::infinity();
   GeneratedToken token;
-  token.id = a.sampler.sample({logits, static_cast<size_t>(vocab)}, a.tokens);
+  const auto i = static_cast<size_t>(a.generated());
+  token.id = i < a.request.forced.size() ? a.request.forced[i]
+                                         : a.sampler.sample({logits, static_cast<size_t>(vocab)}, a.tokens);
   double t = now_seconds();
   if (!a.request.ignore_eos && config_.is_eog && config_.is_eog(token.id)) {
     finish(a, FinishReason::kStop);
@@ -207,7 +220,7 @@ void Engine::sample_and_emit(Active& a, float* logits) {
   if (!raw.empty()) fill_logprobs(raw.data(), vocab, a.request.top_logprobs, token);
   a.tokens.push_back(token.id);
   a.stream->push(std::move(token), t);
-  if (a.generated() >= a.request.max_tokens || static_cast<int32_t>(a.tokens.size()) >= config_.ctx_size)
+  if (a.generated() >= a.request.max_tokens || static_cast<int32_t>(a.tokens.size()) >= context_)
     finish(a, FinishReason::kLength);
 }
 

@@ -17,11 +17,13 @@
 
 namespace tps {
 
+// The engine's own limits; the KV cache's shape (blocks, block size, context) comes
+// from the model (BatchModel::kv_geometry).
 struct EngineConfig {
-  SchedulerConfig scheduler;
-  int32_t n_blocks = 256;
-  int32_t ctx_size = 2048;  // a sequence stops (finish "length") at this many tokens
-  int32_t max_queue = 64;   // requests waiting for admission beyond this are refused
+  int32_t max_seqs = 16;
+  int32_t max_batch_tokens = 512;  // rows of one forward pass (the chunked-prefill budget)
+  bool prefix_cache = true;
+  int32_t max_queue = 64;  // requests waiting for admission beyond this are refused
   std::function<bool(int32_t)> is_eog;
 };
 
@@ -45,6 +47,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   const EngineConfig& config() const { return config_; }
+  // A sequence stops (finish "length") at this many tokens, prompt included.
+  int32_t context() const { return context_; }
   // nullptr when the waiting queue is full. The prompt must be non-empty and shorter
   // than ctx_size (the caller validates).
   std::shared_ptr<RequestStream> submit(GenerationRequest request);
@@ -63,6 +67,7 @@ class Engine {
 
   BatchModel& model_;
   EngineConfig config_;
+  int32_t context_;
   KvBlockPool pool_;
   Scheduler scheduler_;
   std::vector<int32_t> eog_ids_;

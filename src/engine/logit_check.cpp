@@ -7,7 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "engine/generator.h"
+#include "core/timer.h"
+#include "engine/engine.h"
+#include "engine/model_runner.h"
 
 namespace tps {
 
@@ -48,23 +50,39 @@ StepComparison compare_logits(const float* ours, const std::vector<float>& refer
   return s;
 }
 
-LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, ThreadPool& pool) {
+LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, int threads) {
   const int64_t vocab = model.config().vocab_size;
   for (const auto& l : golden.logits)
     if (static_cast<int64_t>(l.size()) != vocab)
       fail("the reference has {} logits per step, the model a vocabulary of {}", l.size(), vocab);
+  if (golden.prompt_ids.empty() || golden.step_ids.empty()) fail("the reference has no prompt or no steps");
   const int64_t tokens = static_cast<int64_t>(golden.prompt_ids.size() + golden.step_ids.size());
-  Generator generator(model, pool, tokens);
+  ModelRunner runner(model, plan_kv_geometry(model.config(), {tokens, 0, KvCache::kDefaultBlockTokens, 1}, nullptr),
+                     threads);
+  EngineConfig config;
+  config.max_seqs = 1;
+  config.max_batch_tokens = static_cast<int32_t>(tokens);  // the prompt in one forward pass
+  Engine engine(runner, config);
+  GenerationRequest request;
+  request.prompt = golden.prompt_ids;
+  request.forced = golden.step_ids;
+  request.max_tokens = static_cast<int32_t>(golden.step_ids.size());
+  request.ignore_eos = true;
   LogitsComparison c;
   size_t agree = 0;
-  for (size_t i = 0; i < golden.step_ids.size(); ++i) {
-    std::span<float> logits = i == 0 ? generator.prefill(golden.prompt_ids) : generator.step(golden.step_ids[i - 1]);
-    StepComparison s = compare_logits(logits.data(), golden.logits[i]);
+  request.on_logits = [&](std::span<const float> logits) {
+    if (c.steps.size() >= golden.logits.size()) return;
+    StepComparison s = compare_logits(logits.data(), golden.logits[c.steps.size()]);
     c.mean_rms_rel += s.rms_rel;
     c.max_abs = std::max(c.max_abs, s.max_abs);
     agree += s.top1 == s.reference_top1;
     c.steps.push_back(s);
-  }
+  };
+  std::shared_ptr<RequestStream> stream = engine.submit(std::move(request));
+  std::vector<GeneratedToken> ignored;
+  while (!stream->finished()) stream->wait(ignored, now_seconds() + 60);
+  if (c.steps.size() != golden.step_ids.size())
+    fail("the engine ran {} of the reference's {} steps", c.steps.size(), golden.step_ids.size());
   c.mean_rms_rel /= c.steps.size();
   c.top1_agreement = static_cast<double>(agree) / c.steps.size();
   return c;

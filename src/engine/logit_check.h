@@ -1,12 +1,12 @@
 #pragma once
 // Teacher-forced comparison of a model's logits with a reference dump (llama.cpp's, in
-// the fixtures' golden/llama.cpp/*.json format): the prompt in one batched prefill, then
-// each reference token step by step, so both forward paths are checked.
+// the fixtures' golden/llama.cpp/*.json format), through the engine every command uses:
+// the prompt in one batched prefill, then each reference token step by step (forced
+// instead of sampled), so both forward paths are checked.
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "core/thread_pool.h"
 #include "model/model.h"
 
 namespace tps {
@@ -33,7 +33,7 @@ struct LogitsComparison {
   double top1_agreement = 0;  // fraction of steps whose argmax matches
 };
 
-LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, ThreadPool& pool);
+LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, int threads);
 StepComparison compare_logits(const float* ours, const std::vector<float>& reference);
 
 // The fixtures' tolerances for the model's most lossy weight type: F32 0.002 / 95 %,

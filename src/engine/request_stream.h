@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,10 @@ struct GenerationRequest {
   int32_t max_tokens = 16;
   bool ignore_eos = false;
   int32_t top_logprobs = -1;  // -1: no log-probabilities; else how many alternatives
+  // Teacher forcing: generated token i is forced[i] instead of a sample, while any are left.
+  std::vector<int32_t> forced;
+  // Called on the scheduler thread with each step's raw logits, before sampling.
+  std::function<void(std::span<const float>)> on_logits;
 };
 
 struct GeneratedToken {

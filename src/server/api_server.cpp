@@ -9,10 +9,10 @@
 
 #include "core/error.h"
 #include "core/timer.h"
+#include "engine/text_output.h"
 #include "server/client_connection.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
-#include "server/stop_matcher.h"
 
 namespace tps {
 
@@ -66,8 +66,8 @@ bool key_matches(const std::string& given, const std::string& key) {
 // One generation request as its handler sees it: tokens come from the engine and
 // leave as text with stop strings applied.
 struct ApiServer::Generation {
-  Generation(const Tokenizer& tokenizer, ApiRequest request)
-      : tokenizer(tokenizer), api(std::move(request)), decoder(tokenizer), stop(api.stop) {}
+  Generation(const Tokenizer& tokenizer, ApiRequest request, int32_t last_prompt_token)
+      : tokenizer(tokenizer), api(std::move(request)), output(tokenizer, api.stop, last_prompt_token) {}
 
   // Takes what the engine has produced by `until`; returns the new text for the client
   // and adds the log-probabilities of the new tokens to `lps` when asked for.
@@ -77,28 +77,30 @@ struct ApiServer::Generation {
     if (reason != FinishReason::kNone || !stream->wait(tokens, until)) return out;
     for (auto& t : tokens) {
       ++completion_tokens;
-      std::string piece = stop.push(decoder.push(t.id));
+      std::string piece = output.push(t.id);
       if (api.top_logprobs >= 0) {
-        TokenLogprob lp{tokenizer.token_to_piece(t.id), t.logprob, {}, text.size() + out.size()};
-        for (auto [id, p] : t.top) lp.top.emplace_back(tokenizer.token_to_piece(id), p);
+        TokenLogprob lp{token_name(t.id), t.logprob, {}, text.size() + out.size()};
+        for (auto [id, p] : t.top) lp.top.emplace_back(token_name(id), p);
         lps.push_back(std::move(lp));
       }
       out += piece;
-      if (stop.stopped()) {
+      if (output.stopped()) {
         stream->cancel();  // frees the sequence's blocks at the engine's next step
         reason = FinishReason::kStop;
         break;
       }
     }
     if (reason == FinishReason::kNone && stream->finished()) {
-      out += stop.push(decoder.flush());
-      out += stop.flush();
-      reason = stop.stopped() ? FinishReason::kStop : stream->finish_reason();
+      out += output.finish();
+      reason = output.stopped() ? FinishReason::kStop : stream->finish_reason();
     }
     text += out;
     return out;
   }
   bool done() const { return reason != FinishReason::kNone; }
+  std::string token_name(int32_t id) const {
+    return api.tokens_as_ids ? fmt::format("token_id:{}", id) : tokenizer.token_to_piece(id);
+  }
   Usage usage() const { return {stream->prompt_tokens(), completion_tokens, stream->cached_tokens()}; }
   RequestTimes times() const {
     RequestTimes t = stream->times();
@@ -110,8 +112,7 @@ struct ApiServer::Generation {
   ApiRequest api;
   ResponseMeta meta;
   std::shared_ptr<RequestStream> stream;
-  StreamingDecoder decoder;
-  StopMatcher stop;
+  TextOutput output;
   std::string text;
   std::vector<TokenLogprob> logprobs;
   int32_t completion_tokens = 0;
@@ -230,7 +231,7 @@ void ApiServer::setup_routes() {
                   {"object", "model"},
                   {"created", 0},
                   {"owned_by", "tps"},
-                  {"meta", {{"n_ctx", engine_.config().ctx_size}, {"n_vocab", tokenizer_.vocab_size()}}}};
+                  {"meta", {{"n_ctx", engine_.context()}, {"n_vocab", tokenizer_.vocab_size()}}}};
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
   });
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
@@ -271,18 +272,17 @@ void ApiServer::setup_routes() {
 
 void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
   std::shared_ptr<Generation> g;
-  const int32_t ctx = engine_.config().ctx_size;
+  const int32_t ctx = engine_.context();
   try {
-    g = std::make_shared<Generation>(
-        tokenizer_, parse_api_request(endpoint, req.body, {tokenizer_.vocab_size(), ctx}));
+    ApiRequest api = parse_api_request(endpoint, req.body, {tokenizer_.vocab_size(), ctx});
     std::vector<int32_t> prompt;
     const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
     if (endpoint == Endpoint::kChat) {
-      prompt = tokenizer_.encode(render_chat(chat_, g->api.messages), true, true);
-    } else if (g->api.prompt_is_tokens) {
-      prompt = g->api.prompt_tokens;
+      prompt = tokenizer_.encode(render_chat(chat_, api.messages), true, true);
+    } else if (api.prompt_is_tokens) {
+      prompt = api.prompt_tokens;
     } else {
-      prompt = tokenizer_.encode(g->api.prompt_text, true, true);
+      prompt = tokenizer_.encode(api.prompt_text, true, true);
     }
     if (prompt.empty()) throw ApiError(400, prompt_field, fmt::format("'{}' gives no tokens", prompt_field));
     if (static_cast<int32_t>(prompt.size()) >= ctx)
@@ -290,6 +290,7 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
                      fmt::format("'{}' is {} tokens; the context holds {}, so it must be shorter", prompt_field,
                                  prompt.size(), ctx),
                      "context_length_exceeded");
+    g = std::make_shared<Generation>(tokenizer_, std::move(api), prompt.back());
     GenerationRequest gen;
     gen.max_tokens = g->api.max_tokens.value_or(endpoint == Endpoint::kChat ? ctx : 16);
     gen.prompt = std::move(prompt);

@@ -40,6 +40,7 @@ struct ApiRequest {
   SamplingParams sampling;
   std::vector<std::string> stop;
   int32_t top_logprobs = -1;              // -1: none
+  bool tokens_as_ids = false;             // logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
   bool ignore_eos = false;
   bool stream = false;
   bool include_usage = false;     // a last chunk with the usage

@@ -48,14 +48,17 @@ class Tokenizer {
 // character split across tokens are held back until the character is complete.
 class StreamingDecoder {
  public:
-  explicit StreamingDecoder(const Tokenizer& tokenizer) : tokenizer_(tokenizer) {}
+  // previous: the token before the first one pushed (a prompt's last), which decides
+  // how that one's text starts (SentencePiece drops a leading space after BOS).
+  explicit StreamingDecoder(const Tokenizer& tokenizer, int32_t previous = -1)
+      : tokenizer_(tokenizer), previous_(previous) {}
   std::string push(int32_t id);  // text ready to print after this token
   std::string flush();           // what is left at the end (invalid bytes become U+FFFD)
 
  private:
   const Tokenizer& tokenizer_;
   std::string pending_;
-  int32_t previous_ = -1;
+  int32_t previous_;
 };
 
 }  // namespace tps

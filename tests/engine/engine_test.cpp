@@ -34,8 +34,10 @@ std::vector<int32_t> reference(std::vector<int32_t> prompt, int32_t n) {
 class FakeModel : public BatchModel {
  public:
   FakeModel(int32_t n_blocks, int32_t block_tokens, int sleep_ms = 0)
-      : bt_(block_tokens), slots_(static_cast<size_t>(n_blocks) * block_tokens, -1), sleep_ms_(sleep_ms) {}
+      : bt_(block_tokens), n_blocks_(n_blocks), slots_(static_cast<size_t>(n_blocks) * block_tokens, -1),
+        sleep_ms_(sleep_ms) {}
   int32_t vocab_size() const override { return kVocab; }
+  KvGeometry kv_geometry() const override { return {bt_, n_blocks_, 512}; }
   void forward(const ForwardBatch& b, float* logits) override {
     while (held.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     max_rows = std::max(max_rows.load(), static_cast<int>(b.size()));
@@ -66,7 +68,7 @@ class FakeModel : public BatchModel {
     EXPECT_LT(pos / bt_, s.n_blocks);
     return slots_[static_cast<size_t>(s.block_table[pos / bt_]) * bt_ + pos % bt_];
   }
-  int32_t bt_;
+  int32_t bt_, n_blocks_;
   std::vector<int32_t> slots_;
   int sleep_ms_;
 };
@@ -95,11 +97,10 @@ std::vector<int32_t> prompt_of(int32_t len, int32_t salt) {
   return p;
 }
 
-EngineConfig config(int32_t n_blocks, int32_t max_seqs, int32_t budget, int32_t bt = 4) {
+EngineConfig config(int32_t max_seqs, int32_t budget) {
   EngineConfig c;
-  c.scheduler = {max_seqs, budget, bt, true};
-  c.n_blocks = n_blocks;
-  c.ctx_size = 512;
+  c.max_seqs = max_seqs;
+  c.max_batch_tokens = budget;
   c.max_queue = 64;
   return c;
 }
@@ -113,7 +114,7 @@ void wait_until(const std::function<bool()>& cond) {
 
 TEST(Engine, GreedyOutputFollowsTheModel) {
   FakeModel model(64, 4);
-  Engine engine(model, config(64, 4, 32));
+  Engine engine(model, config(4, 32));
   auto s = engine.submit(greedy(prompt_of(9, 1), 12));
   FinishReason reason;
   EXPECT_EQ(collect(*s, &reason), reference(prompt_of(9, 1), 12));
@@ -124,7 +125,7 @@ TEST(Engine, GreedyOutputFollowsTheModel) {
 
 TEST(Engine, SixteenConcurrentRequestsMatchRunningAlone) {
   FakeModel model(256, 4);
-  Engine engine(model, config(256, 16, 24));  // small budget: long prompts go in chunks
+  Engine engine(model, config(16, 24));  // small budget: long prompts go in chunks
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 16; ++i) streams.push_back(engine.submit(greedy(prompt_of(3 + 5 * i, i), 10 + i)));
   for (int i = 0; i < 16; ++i) EXPECT_EQ(collect(*streams[i]), reference(prompt_of(3 + 5 * i, i), 10 + i)) << i;
@@ -135,7 +136,7 @@ TEST(Engine, SixteenConcurrentRequestsMatchRunningAlone) {
 
 TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
   FakeModel model(64, 4);
-  Engine engine(model, config(64, 4, 64));
+  Engine engine(model, config(4, 64));
   auto first = engine.submit(greedy(prompt_of(13, 2), 5));
   auto a = collect(*first);
   EXPECT_EQ(first->cached_tokens(), 0);
@@ -152,8 +153,8 @@ TEST(Engine, PrefixCacheHitGivesTheSameOutput) {
 
 TEST(Engine, PreemptionUnderFewBlocksStillCompletesEveryRequestCorrectly) {
   FakeModel model(10, 4);  // 40 positions for four requests of 26 positions each
-  EngineConfig c = config(10, 4, 64);
-  c.scheduler.prefix_cache = false;
+  EngineConfig c = config(4, 64);
+  c.prefix_cache = false;
   Engine engine(model, c);
   std::vector<std::shared_ptr<RequestStream>> streams;
   // All four must be in the engine together (else the first may finish alone, on a
@@ -167,7 +168,7 @@ TEST(Engine, PreemptionUnderFewBlocksStillCompletesEveryRequestCorrectly) {
 
 TEST(Engine, CancelFreesBlocks) {
   FakeModel model(64, 4, 2);
-  Engine engine(model, config(64, 4, 64));
+  Engine engine(model, config(4, 64));
   auto s = engine.submit(greedy(prompt_of(10, 3), 400));
   std::vector<GeneratedToken> got;
   while (got.size() < 3) s->wait(got, now_seconds() + 10);
@@ -182,7 +183,7 @@ TEST(Engine, CancelFreesBlocks) {
 
 TEST(Engine, BoundedQueueRefusesBeyondIt) {
   FakeModel model(64, 4, 5);
-  EngineConfig c = config(64, 1, 64);
+  EngineConfig c = config(1, 64);
   c.max_queue = 2;
   Engine engine(model, c);
   int refused = 0;
@@ -204,7 +205,7 @@ TEST(Engine, StopsAtEndOfGenerationUnlessIgnored) {
   int32_t eog = ref[6];
   size_t first = std::find(ref.begin(), ref.end(), eog) - ref.begin();
   FakeModel model(64, 4);
-  EngineConfig c = config(64, 4, 64);
+  EngineConfig c = config(4, 64);
   c.is_eog = [eog](int32_t id) { return id == eog; };
   Engine engine(model, c);
   FinishReason reason;
@@ -222,7 +223,7 @@ TEST(Engine, StopsAtEndOfGenerationUnlessIgnored) {
 
 TEST(Engine, LogprobsOfTheChosenToken) {
   FakeModel model(64, 4);
-  Engine engine(model, config(64, 4, 64));
+  Engine engine(model, config(4, 64));
   GenerationRequest r = greedy(prompt_of(5, 5), 3);
   r.top_logprobs = 2;
   auto s = engine.submit(r);

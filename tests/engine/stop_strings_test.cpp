@@ -30,6 +30,20 @@ TEST(StopStringFilter, StopsBeforeTheFirstStopStringAcrossPushes) {
   EXPECT_EQ(f.finish(), "");
 }
 
+TEST(StopStringFilter, EarliestStopWins) {
+  StopStringFilter f({"cd", "b"});
+  EXPECT_EQ(f.push("abcd"), "a");
+  EXPECT_TRUE(f.stopped());
+}
+
+TEST(StopStringFilter, HeldTextThatIsNoStopIsReleasedOnTheNextPush) {
+  StopStringFilter f({"END", "\n\n"});
+  EXPECT_EQ(f.push("EN"), "");
+  EXPECT_EQ(f.push("X"), "ENX");
+  EXPECT_EQ(f.push("a\n"), "a");
+  EXPECT_EQ(f.push("b"), "\nb");
+}
+
 TEST(StopStringFilter, FinishReleasesHeldText) {
   StopStringFilter f({"STOP"});
   EXPECT_EQ(f.push("go ST"), "go ");
