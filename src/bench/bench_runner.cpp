@@ -1,6 +1,9 @@
 #include "bench/bench_runner.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
+#include <mutex>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -8,6 +11,8 @@
 #include "bench/bench_cost.h"
 #include "core/error.h"
 #include "core/timer.h"
+#include "engine/engine.h"
+#include "engine/model_runner.h"
 #include "roofline/probe.h"
 
 namespace tps {
@@ -28,123 +33,188 @@ Spread spread_of(std::vector<double> samples) {
 
 BenchRunner::BenchRunner(Model& model, uint64_t seed) : model_(model), rng_(seed) {}
 
-int32_t BenchRunner::random_token() {
-  return static_cast<int32_t>(rng_() % static_cast<uint64_t>(model_.config().vocab_size));
-}
-
-void BenchRunner::ensure_cache(const BenchCase& c) {
-  const int64_t positions = c.depth + c.prompt + c.gen;
-  if (positions > model_.config().context_length)
-    fail("{}: depth {} + {} tokens exceeds the model's context length {}", c.label(), c.depth, c.prompt + c.gen,
-         model_.config().context_length);
-  const int64_t per_seq = (positions + KvCache::kDefaultBlockTokens - 1) / KvCache::kDefaultBlockTokens;
-  if (!kv_ || kv_->n_blocks() < per_seq * c.batch) kv_ = std::make_unique<KvCache>(model_.config(), per_seq * c.batch);
-  // Sequence s owns blocks [s * per_seq, (s + 1) * per_seq).
-  blocks_per_seq_ = per_seq;
-  block_table_.resize(per_seq * c.batch);
-  std::iota(block_table_.begin(), block_table_.end(), 0);
-}
-
-ForwardBatch& BenchRunner::start_batch(int64_t n_seq) {
-  batch_.clear();
-  for (int64_t s = 0; s < n_seq; ++s) batch_.sequences.push_back({block_table_.data() + s * blocks_per_seq_, blocks_per_seq_});
-  return batch_;
-}
-
-void BenchRunner::prefill(int64_t n_seq, int64_t from, int64_t to, bool want_logits, ThreadPool& pool) {
-  const int64_t vocab = model_.config().vocab_size;
-  logits_.resize(static_cast<size_t>(n_seq * vocab));
-  start_batch(n_seq);
-  for (int64_t s = 0; s < n_seq; ++s) {
-    for (int64_t p = from; p < to; ++p) {
-      batch_.add(random_token(), static_cast<int32_t>(p), static_cast<int32_t>(s), want_logits && p == to - 1);
-      if (static_cast<int64_t>(batch_.size()) == kPrefillChunkRows) {
-        model_.forward(batch_, *kv_, logits_.data(), pool);
-        start_batch(n_seq);
-      }
-    }
-  }
-  if (batch_.size() > 0) model_.forward(batch_, *kv_, logits_.data(), pool);
-}
-
-void BenchRunner::fill_depth(const BenchCase& c, ThreadPool& pool) {
-  if (c.depth > 0) prefill(c.batch, 0, c.depth, false, pool);
-}
-
 namespace {
 
-// Routes the model's and the pool's timings to `trace` while in scope.
-class TraceScope {
+// One case's engine: the KV cache holds every sequence's depth, prompt and generated
+// tokens (plus the shared depth prefix and a block each for copy-on-write); prefill
+// goes in chunks of kPrefillChunkRows rows, as llama-bench's batch size.
+class CaseEngine {
  public:
-  TraceScope(Model& model, ThreadPool& pool, ForwardTrace* trace) : model_(model), pool_(pool) {
-    model_.set_trace(trace);
-    pool_.count_waits(trace != nullptr ? &trace->waited : nullptr);
+  CaseEngine(Model& model, const BenchCase& c, int threads)
+      : runner_(model, geometry(model, c), threads), engine_(runner_, config(c)) {
+    engine_.set_step_observer([this](const StepInfo& s) { on_step(s); });
   }
-  ~TraceScope() {
-    model_.set_trace(nullptr);
-    pool_.count_waits(nullptr);
+
+  ThreadPool& pool() { return runner_.pool(); }
+
+  // Submits one request per prompt and waits for all of them; `trace` (nullptr: none)
+  // times the steps after every sequence has its first token (trace_decode), or all.
+  std::vector<RequestTimes> run(const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens,
+                                ForwardTrace* trace, bool trace_decode, Model& model, std::vector<int32_t>* cached) {
+    {
+      std::lock_guard lock(mutex_);
+      model_ = &model;
+      trace_ = trace;
+      trace_decode_ = trace_decode;
+      if (trace_ != nullptr && !trace_decode_) start_trace();
+      streams_.clear();
+      for (const auto& p : prompts) {
+        GenerationRequest r;
+        r.prompt = p;
+        r.sampling.temperature = 0;
+        r.max_tokens = max_tokens;
+        r.ignore_eos = true;
+        streams_.push_back(engine_.submit(std::move(r)));
+        if (!streams_.back()) fail("bench: the engine refused a request");
+      }
+    }
+    std::vector<RequestTimes> times;
+    for (auto& s : streams_) {
+      // Only the end wakes this thread: a wake-up per token would take a core from the
+      // forward pass on a small machine.
+      s->wait_finished();
+      times.push_back(s->times());
+      if (cached) cached->push_back(s->cached_tokens());
+    }
+    stop_trace();
+    return times;
   }
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
 
  private:
-  Model& model_;
-  ThreadPool& pool_;
+  static KvGeometry geometry(const Model& model, const BenchCase& c) {
+    const int64_t positions = c.depth + std::max<int64_t>(c.prompt, 1) + c.gen + 1;
+    if (positions > model.config().context_length)
+      fail("{}: depth {} + {} tokens exceeds the model's context length {}", c.label(), c.depth, c.prompt + c.gen,
+           model.config().context_length);
+    const int64_t bt = KvCache::kDefaultBlockTokens;
+    const int64_t per_seq = (positions + bt - 1) / bt + 1;
+    return {bt, per_seq * c.batch + (c.depth + bt - 1) / bt + 1, positions};
+  }
+  static EngineConfig config(const BenchCase& c) {
+    EngineConfig e;
+    e.max_seqs = static_cast<int32_t>(c.batch);
+    e.max_batch_tokens = static_cast<int32_t>(std::max<int64_t>(kPrefillChunkRows, c.batch));
+    e.max_queue = static_cast<int32_t>(c.batch);
+    return e;
+  }
+  // Called with mutex_ held, or before the requests are submitted.
+  void start_trace() {
+    model_->set_trace(trace_);
+    pool().count_waits(&trace_->waited);
+    tracing_ = true;
+  }
+  // Once every request has finished; the scheduler thread may still be in the last
+  // step's observer, hence the lock.
+  void stop_trace() {
+    std::lock_guard lock(mutex_);
+    if (tracing_) {
+      model_->set_trace(nullptr);
+      pool().count_waits(nullptr);
+    }
+    tracing_ = false;
+    trace_ = nullptr;
+  }
+  // On the scheduler thread, after each step: decode is traced from the step after the
+  // one that gave the last sequence its first token.
+  void on_step(const StepInfo&) {
+    std::lock_guard lock(mutex_);
+    if (trace_ == nullptr || !trace_decode_ || tracing_) return;
+    for (const auto& s : streams_)
+      if (s->generated_tokens() == 0) return;
+    start_trace();
+  }
+
+  // Before the engine, so they outlive its thread.
+  std::mutex mutex_;  // guards the trace state
+  Model* model_ = nullptr;
+  ForwardTrace* trace_ = nullptr;
+  bool trace_decode_ = false, tracing_ = false;
+  std::vector<std::shared_ptr<RequestStream>> streams_;
+  ModelRunner runner_;
+  Engine engine_;
 };
+
+struct Timing {
+  double prefill_seconds = 0;
+  double decode_seconds = 0;
+  int64_t decode_tokens = 0;
+};
+
+// Prefill: from the first sequence's scheduling to the last one's first token. Decode:
+// the tokens made after every sequence had its first one, over the time they took.
+Timing timing_of(const std::vector<RequestTimes>& times) {
+  double scheduled = times[0].scheduled, all_started = 0, end = 0;
+  for (const RequestTimes& t : times) {
+    scheduled = std::min(scheduled, t.scheduled);
+    all_started = std::max(all_started, t.first_token);
+    end = std::max(end, t.token_times.back());
+  }
+  Timing out;
+  out.prefill_seconds = all_started - scheduled;
+  out.decode_seconds = end - all_started;
+  for (const RequestTimes& t : times)
+    out.decode_tokens += std::count_if(t.token_times.begin(), t.token_times.end(), [&](double x) { return x > all_started; });
+  return out;
+}
 
 }  // namespace
 
-BenchRunner::Timing BenchRunner::run_once(const BenchCase& c, int64_t gen, ThreadPool& pool, ForwardTrace* trace) {
-  Timing t;
-  const int64_t start = c.depth;
-  if (c.kind != BenchKind::kDecode) {
-    TraceScope scope(model_, pool, c.kind == BenchKind::kPrefill ? trace : nullptr);
-    double t0 = now_seconds();
-    prefill(c.batch, start, start + c.prompt, true, pool);
-    t.prefill_seconds = now_seconds() - t0;
-  }
-  if (c.kind == BenchKind::kPrefill) return t;
-  TraceScope scope(model_, pool, trace);
-  const int64_t first = start + c.prompt;
-  logits_.resize(static_cast<size_t>(c.batch * model_.config().vocab_size));
-  double t0 = now_seconds();
-  for (int64_t i = 0; i < gen; ++i) {
-    start_batch(c.batch);
-    for (int64_t s = 0; s < c.batch; ++s)
-      batch_.add(random_token(), static_cast<int32_t>(first + i), static_cast<int32_t>(s), true);
-    model_.forward(batch_, *kv_, logits_.data(), pool);
-  }
-  t.decode_seconds = now_seconds() - t0;
-  return t;
-}
-
-BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, ThreadPool& pool,
+BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threads,
                                   const std::function<void(const std::string&)>& progress, bool breakdown) {
-  ensure_cache(c);
-  progress("filling context");
-  fill_depth(c, pool);
+  CaseEngine engine(model_, c, threads);
+  const int64_t vocab = model_.config().vocab_size;
+  auto random_tokens = [&](int64_t n) {
+    std::vector<int32_t> t(static_cast<size_t>(n));
+    for (int32_t& id : t) id = static_cast<int32_t>(rng_() % static_cast<uint64_t>(vocab));
+    return t;
+  };
+  // Every sequence starts with the same `depth` tokens, computed once here and found in
+  // the prefix cache by each run; its own prompt (decode: one token) follows.
+  const std::vector<int32_t> depth = random_tokens(c.depth);
+  if (c.depth > 0) {
+    progress("filling context");
+    engine.run({depth}, 1, nullptr, false, model_, nullptr);
+  }
+  const bool prefill_only = c.kind == BenchKind::kPrefill;
+  auto run_once = [&](int64_t gen, ForwardTrace* trace) {
+    std::vector<std::vector<int32_t>> prompts;
+    for (int64_t s = 0; s < c.batch; ++s) {
+      std::vector<int32_t> p = depth;
+      const std::vector<int32_t> own = random_tokens(c.kind == BenchKind::kDecode ? 1 : c.prompt);
+      p.insert(p.end(), own.begin(), own.end());
+      prompts.push_back(std::move(p));
+    }
+    std::vector<int32_t> cached;
+    // Decode counts the steps after each sequence's first token: one more to generate.
+    const auto times = engine.run(prompts, static_cast<int32_t>(prefill_only ? 1 : gen + 1), trace, !prefill_only,
+                                  model_, &cached);
+    for (int32_t n : cached)
+      if (n < c.depth / KvCache::kDefaultBlockTokens * KvCache::kDefaultBlockTokens)
+        fail("bench: the context of {} tokens was not found in the prefix cache", c.depth);
+    return timing_of(times);
+  };
   progress("warm-up");
   // The warm-up touches every weight page and scratch buffer; a few decode steps do that.
-  run_once(c, std::min<int64_t>(c.gen, 4), pool);
+  run_once(std::min<int64_t>(c.gen, 4), nullptr);
   std::vector<double> main, prefill, stream;
   const std::span<const uint8_t> weights = model_.streamed_weights();
-  const bool baseline = c.kind != BenchKind::kPrefill && !weights.empty();
+  const bool baseline = !prefill_only && !weights.empty();
   std::optional<ForwardTrace> trace;
   if (breakdown) trace.emplace();
   for (int r = 0; r < repetitions; ++r) {
-    if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
+    if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
     progress(fmt::format("rep {}/{}", r + 1, repetitions));
-    Timing t = run_once(c, c.gen, pool, trace ? &*trace : nullptr);
+    const Timing t = run_once(c.gen, trace ? &*trace : nullptr);
     switch (c.kind) {
       case BenchKind::kPrefill: main.push_back(c.tokens() / t.prefill_seconds); break;
-      case BenchKind::kDecode: main.push_back(c.tokens() / t.decode_seconds); break;
+      case BenchKind::kDecode: main.push_back(t.decode_tokens / t.decode_seconds); break;
       case BenchKind::kBatched:
-        main.push_back(c.tokens() / t.decode_seconds);
+        main.push_back(t.decode_tokens / t.decode_seconds);
         prefill.push_back(double(c.prompt * c.batch) / t.prefill_seconds);
         break;
     }
   }
-  if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), pool));
+  if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
   return {c, spread_of(std::move(main)), spread_of(std::move(prefill)), spread_of(std::move(stream)), trace};
 }
 

@@ -1,16 +1,15 @@
 #pragma once
-// Times bench cases on a loaded model, in process: random token ids go straight into
-// Model::forward (no tokenizer, no sampler), as llama-bench does.
+// Times bench cases on a loaded model through the engine every command uses
+// (engine/engine.h): random prompt token ids, greedy continuations, as llama-bench
+// measures prefill and decode; the scheduler, paged blocks and prefix cache are those
+// of `tps serve`.
 #include <functional>
-#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "bench/bench_plan.h"
-#include "core/thread_pool.h"
-#include "model/kv_cache.h"
 #include "model/model.h"
 
 namespace tps {
@@ -38,33 +37,15 @@ class BenchRunner {
  public:
   BenchRunner(Model& model, uint64_t seed);
 
-  // One warm-up run, then `repetitions` timed runs. `progress` gets a short status
-  // ("rep 2/5") before each run. `breakdown`: also time the measured phase (the prefill
-  // of pp tests, the decode of the others) op by op.
-  BenchMeasurement run(const BenchCase& c, int repetitions, ThreadPool& pool,
+  // One warm-up run, then `repetitions` timed runs on `threads` threads. `progress`
+  // gets a short status ("rep 2/5") before each run. `breakdown`: also time the
+  // measured phase (the prefill of pp tests, the decode of the others) op by op.
+  BenchMeasurement run(const BenchCase& c, int repetitions, int threads,
                        const std::function<void(const std::string&)>& progress, bool breakdown = false);
 
  private:
-  struct Timing {
-    double prefill_seconds = 0;
-    double decode_seconds = 0;
-  };
-  // `trace` (nullptr: none) gets the phase timings of the measured part.
-  Timing run_once(const BenchCase& c, int64_t gen, ThreadPool& pool, ForwardTrace* trace = nullptr);
-  void ensure_cache(const BenchCase& c);
-  void fill_depth(const BenchCase& c, ThreadPool& pool);
-  // Prefill positions [from, to) of every sequence in chunks of kPrefillChunkRows rows.
-  void prefill(int64_t n_seq, int64_t from, int64_t to, bool want_logits, ThreadPool& pool);
-  ForwardBatch& start_batch(int64_t n_seq);
-  int32_t random_token();
-
   Model& model_;
   std::mt19937_64 rng_;
-  std::unique_ptr<KvCache> kv_;
-  int64_t blocks_per_seq_ = 0;
-  std::vector<int32_t> block_table_;
-  ForwardBatch batch_;
-  std::vector<float> logits_;
 };
 
 }  // namespace tps

@@ -109,14 +109,12 @@ int run_bench(const BenchArgs& a) {
   const std::string& wt = report.model.weight_type;
   const bool quantized = wt != "f32" && wt != "f16" && wt != "bf16";
   BenchRunner runner(*model, a.seed);
-  std::unique_ptr<ThreadPool> pool;
   for (size_t i = 0; i < cases.size(); ++i) {
     const BenchCase& c = cases[i];
-    if (!pool || pool->size() != c.threads) pool = std::make_unique<ThreadPool>(c.threads);
     auto case_status = [&](const std::string& s) {
       status(fmt::format("[{}/{}] {} {} threads: {}", i + 1, cases.size(), c.label(), c.threads, s));
     };
-    BenchMeasurement m = runner.run(c, a.repetitions, *pool, case_status, a.breakdown);
+    BenchMeasurement m = runner.run(c, a.repetitions, c.threads, case_status, a.breakdown);
     Roofs roofs = roofs_from_profile(profile.profile, c.threads, static_cast<int64_t>(cost.weight_bytes_per_step),
                                      compute_path(active_isa(), quantized, c.step_rows()));
     report.rows.push_back(bench_row(m, cost, roofs));

@@ -19,7 +19,7 @@ class ModelRunner : public BatchModel {
   void forward(const ForwardBatch& batch, float* logits) override { model_.forward(batch, kv_, logits, pool_); }
   void copy_block(int32_t from, int32_t to) override { kv_.copy_block(from, to); }
   const KvCache& kv_cache() const { return kv_; }
-  int threads() const { return pool_.size(); }
+  ThreadPool& pool() { return pool_; }
 
  private:
   Model& model_;

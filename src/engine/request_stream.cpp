@@ -24,6 +24,11 @@ bool RequestStream::finished() const {
   return reason_ != FinishReason::kNone && pending_.empty();
 }
 
+void RequestStream::wait_finished() {
+  std::unique_lock lock(mutex_);
+  finished_cv_.wait(lock, [&] { return reason_ != FinishReason::kNone; });
+}
+
 FinishReason RequestStream::finish_reason() const {
   std::lock_guard lock(mutex_);
   return reason_;
@@ -90,6 +95,7 @@ void RequestStream::finish(FinishReason reason, double t) {
     times_.finished = t;
   }
   cv_.notify_all();
+  finished_cv_.notify_all();
 }
 
 }  // namespace tps

@@ -48,6 +48,8 @@ class RequestStream {
   // deadline (now_seconds() clock) passes. Returns false on timeout with nothing new.
   bool wait(std::vector<GeneratedToken>& out, double deadline);
   bool finished() const;
+  // Waits for the end only (not woken by each token); the tokens stay pending.
+  void wait_finished();
   FinishReason finish_reason() const;
   // Stops generation; the engine frees the request's blocks at its next step.
   void cancel();
@@ -66,7 +68,7 @@ class RequestStream {
 
  private:
   mutable std::mutex mutex_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, finished_cv_;
   std::vector<GeneratedToken> pending_;
   FinishReason reason_ = FinishReason::kNone;
   RequestTimes times_;
