@@ -155,8 +155,10 @@ TEST_P(MatmulPaths, EachTokenGetsWhatItGetsAlone) {
   const int64_t rows = 70, cols = 512;
   const auto m = random_matrix(type, rows, cols, 5, pool);
   const WeightMatrix& w = m->w;
-  // Full and partial tiles of every width; 2: a decode kernel's batch.
-  for (int64_t tokens : {2, 21}) {
+  // Full and partial tiles of every width; 2: a decode kernel's batch; 120: past one
+  // chunk of tokens, where compact panels are widened first (a decode row sharing a
+  // step with a long prefill chunk in the server).
+  for (int64_t tokens : {2, 21, 120}) {
     auto x = gaussian(static_cast<size_t>(tokens * cols), 6);
     std::vector<float> together(static_cast<size_t>(rows * tokens));
     matmul(w, x.data(), tokens, together.data(), pool);
