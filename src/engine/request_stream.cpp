@@ -38,25 +38,13 @@ void RequestStream::cancel() {
   if (!cancelled_.exchange(true)) wake_engine_();
 }
 
-int32_t RequestStream::prompt_tokens() const {
-  std::lock_guard lock(mutex_);
-  return prompt_tokens_;
-}
+int32_t RequestStream::prompt_tokens() const { return locked(prompt_tokens_); }
 
-int32_t RequestStream::cached_tokens() const {
-  std::lock_guard lock(mutex_);
-  return cached_tokens_;
-}
+int32_t RequestStream::cached_tokens() const { return locked(cached_tokens_); }
 
-int32_t RequestStream::generated_tokens() const {
-  std::lock_guard lock(mutex_);
-  return generated_;
-}
+int32_t RequestStream::generated_tokens() const { return locked(generated_); }
 
-RequestTimes RequestStream::times() const {
-  std::lock_guard lock(mutex_);
-  return times_;
-}
+RequestTimes RequestStream::times() const { return locked(times_); }
 
 void RequestStream::set_arrived(double t) {
   std::lock_guard lock(mutex_);

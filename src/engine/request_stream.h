@@ -67,6 +67,13 @@ class RequestStream {
   void set_prompt_tokens(int32_t n);
 
  private:
+  // A copy of a field, read under the lock.
+  template <typename T>
+  T locked(const T& field) const {
+    std::lock_guard lock(mutex_);
+    return field;
+  }
+
   mutable std::mutex mutex_;
   std::condition_variable cv_, finished_cv_;
   std::vector<GeneratedToken> pending_;

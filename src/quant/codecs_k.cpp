@@ -104,38 +104,39 @@ void pack_k_nibbles(const uint8_t* L, uint8_t* qs) {
 
 }  // namespace
 
-void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ4_K*>(src);
+namespace {
+
+// Q4_K and Q5_K: per 64 elements two sub-blocks of 32 share 32 bytes of low nibbles;
+// Q5_K adds each element's fifth bit from qh (bit 2j or 2j + 1 of qh[l]).
+template <typename Block, bool kFifthBit>
+void dequantize_row_k_nibbles(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const Block*>(src);
   for (int64_t i = 0; i < n / kQkK; ++i) {
     float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
     const uint8_t* q = b[i].qs;
     for (int j = 0; j < kQkK / 64; ++j, q += 32) {
-      uint8_t sc0, m0, sc1, m1;
-      unpack_k_scale(b[i].scales, 2 * j, &sc0, &m0);
-      unpack_k_scale(b[i].scales, 2 * j + 1, &sc1, &m1);
-      float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      for (int l = 0; l < 32; ++l) *dst++ = d0 * static_cast<float>(q[l] & 0xF) - o0;
-      for (int l = 0; l < 32; ++l) *dst++ = d1 * static_cast<float>(q[l] >> 4) - o1;
+      for (int half = 0; half < 2; ++half) {
+        uint8_t sc, m;
+        unpack_k_scale(b[i].scales, 2 * j + half, &sc, &m);
+        const float scale = d * sc, offset = dmin * m;
+        for (int l = 0; l < 32; ++l) {
+          int code = half == 0 ? q[l] & 0xF : q[l] >> 4;
+          if constexpr (kFifthBit) code |= ((b[i].qh[l] >> (2 * j + half)) & 1) << 4;
+          *dst++ = scale * static_cast<float>(code) - offset;
+        }
+      }
     }
   }
 }
 
+}  // namespace
+
+void dequantize_row_q4_k(const void* src, float* dst, int64_t n) {
+  dequantize_row_k_nibbles<BlockQ4_K, false>(src, dst, n);
+}
+
 void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
-  const auto* b = static_cast<const BlockQ5_K*>(src);
-  for (int64_t i = 0; i < n / kQkK; ++i) {
-    float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
-    const uint8_t* q = b[i].qs;
-    for (int j = 0; j < kQkK / 64; ++j, q += 32) {
-      uint8_t sc0, m0, sc1, m1;
-      unpack_k_scale(b[i].scales, 2 * j, &sc0, &m0);
-      unpack_k_scale(b[i].scales, 2 * j + 1, &sc1, &m1);
-      float d0 = d * sc0, o0 = dmin * m0, d1 = d * sc1, o1 = dmin * m1;
-      for (int l = 0; l < 32; ++l)
-        *dst++ = d0 * static_cast<float>((q[l] & 0xF) | (((b[i].qh[l] >> (2 * j)) & 1) << 4)) - o0;
-      for (int l = 0; l < 32; ++l)
-        *dst++ = d1 * static_cast<float>((q[l] >> 4) | (((b[i].qh[l] >> (2 * j + 1)) & 1) << 4)) - o1;
-    }
-  }
+  dequantize_row_k_nibbles<BlockQ5_K, true>(src, dst, n);
 }
 
 // Each half of 128 elements uses 64 bytes of ql and 32 of qh: element l (l < 32) of the
