@@ -57,6 +57,8 @@ inline float exp_nonpositive(float x) {
   return std::bit_cast<float>((std::bit_cast<uint32_t>(p) + (static_cast<uint32_t>(n) << 23)) & ~under);  // p 2^n
 }
 
+constexpr size_t kDrawBlock = 256;
+
 int32_t argmax(std::span<const float> logits) {
   return static_cast<int32_t>(std::max_element(logits.begin(), logits.end()) - logits.begin());
 }
@@ -72,9 +74,15 @@ double Sampler::uniform() {
 }
 
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
-  apply_penalties(logits, history, params_, window_);
-  if (params_.temperature <= 0.0f) return argmax(logits);
+  if (greedy()) {
+    apply_penalties(logits, history, params_, window_);
+    return argmax(logits);
+  }
+  return draw(weigh(select(logits, history)));
+}
 
+float Sampler::select(std::span<float> logits, std::span<const int32_t> history) {
+  apply_penalties(logits, history, params_, window_);
   const size_t n = logits.size();
   const float max_logit = *std::max_element(logits.begin(), logits.end());
   // min-p keeps p_i >= min_p * p_max, i.e. logit_i >= max_logit + log(min_p), and always the best.
@@ -95,7 +103,62 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     for (size_t i = 0; i < n; ++i)
       if (logits[i] >= min_p_floor) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
   }
-  return draw(max_logit);
+  return max_logit;
+}
+
+void Sampler::distribution(std::span<float> logits, std::span<const int32_t> history, TokenDistribution& out) {
+  out.ids.clear();
+  out.probs.clear();
+  if (greedy()) {
+    apply_penalties(logits, history, params_, window_);
+    out.ids.push_back(argmax(logits));
+    out.probs.push_back(1.0f);
+    return;
+  }
+  const double total = weigh(select(logits, history));
+  for (size_t i = 0; i < candidates_.size(); ++i) {
+    if (probs_[i] <= 0.0f) continue;
+    out.ids.push_back(candidates_[i].second);
+    out.probs.push_back(static_cast<float>(probs_[i] / total));
+  }
+}
+
+float TokenDistribution::prob_of(int32_t id) const {
+  for (size_t i = 0; i < ids.size(); ++i)
+    if (ids[i] == id) return probs[i];
+  return 0.0f;
+}
+
+int32_t Sampler::verify(std::span<float> logits, std::span<const int32_t> history, int32_t draft,
+                        const TokenDistribution* q) {
+  distribution(logits, history, p_);
+  if (greedy()) return p_.ids[0];
+  const double p_draft = p_.prob_of(draft);
+  const double q_draft = q != nullptr ? q->prob_of(draft) : 1.0;
+  if (q_draft > 0 && uniform() * q_draft < p_draft) return draft;
+  // The residual max(0, p - q); where it is all zero (p == q) the draft would always
+  // have been kept, so rounding alone brings us here: draw from p.
+  dense_q_.assign(logits.size(), 0.0f);  // q by token id, so the residual is one pass
+  if (q != nullptr) {
+    for (size_t i = 0; i < q->ids.size(); ++i) dense_q_[q->ids[i]] = q->probs[i];
+  } else {
+    dense_q_[draft] = 1.0f;
+  }
+  double total = 0;
+  for (size_t i = 0; i < p_.ids.size(); ++i) {
+    p_.probs[i] = std::max(0.0f, p_.probs[i] - dense_q_[p_.ids[i]]);
+    total += p_.probs[i];
+  }
+  if (total <= 0) return p_.ids[0];
+  const double target = uniform() * total;
+  double cumulative = 0;
+  for (size_t i = 0; i < p_.ids.size(); ++i) {
+    cumulative += p_.probs[i];
+    if (target < cumulative && p_.probs[i] > 0.0f) return p_.ids[i];
+  }
+  for (size_t i = p_.ids.size(); i-- > 0;)
+    if (p_.probs[i] > 0.0f) return p_.ids[i];
+  return p_.ids[0];
 }
 
 void Sampler::keep_top_k_and_top_p(float max_logit, size_t k) {
@@ -133,24 +196,29 @@ void Sampler::keep_top_k_and_top_p(float max_logit, size_t k) {
   }
 }
 
-int32_t Sampler::draw(float max_logit) {
+double Sampler::weigh(float max_logit) {
   // The whole vocabulary goes through here on plain sampling, on the engine thread every
   // step: a vectorized exp, and a sum per block of candidates so that the draw walks the
   // block sums and then one block instead of every candidate again.
-  constexpr size_t kBlock = 256;
   const size_t n = candidates_.size();
   probs_.resize(n);
   block_sums_.clear();
   const float inv_temperature = 1.0f / params_.temperature;
   double total = 0.0;
-  for (size_t begin = 0; begin < n; begin += kBlock) {
-    const size_t end = std::min(n, begin + kBlock);
+  for (size_t begin = 0; begin < n; begin += kDrawBlock) {
+    const size_t end = std::min(n, begin + kDrawBlock);
     for (size_t i = begin; i < end; ++i) probs_[i] = exp_nonpositive((candidates_[i].first - max_logit) * inv_temperature);
     float sum = 0.0f;
     for (size_t i = begin; i < end; ++i) sum += probs_[i];
     block_sums_.push_back(sum);
     total += sum;
   }
+  return total;
+}
+
+int32_t Sampler::draw(double total) {
+  constexpr size_t kBlock = kDrawBlock;
+  const size_t n = candidates_.size();
   const double target = uniform() * total;
   double cumulative = 0.0;
   size_t block = 0;

@@ -32,20 +32,42 @@ struct SamplingParams {
   }
 };
 
+// Tokens and their probabilities (summing to 1); tokens not listed have none.
+struct TokenDistribution {
+  std::vector<int32_t> ids;
+  std::vector<float> probs;
+  float prob_of(int32_t id) const;
+};
+
 class Sampler {
  public:
   explicit Sampler(const SamplingParams& params);
+  bool greedy() const { return params_.temperature <= 0.0f; }
   // `history` is the sequence so far (prompt and generated) for the penalties.
   // Modifies `logits` in place.
   int32_t sample(std::span<float> logits, std::span<const int32_t> history);
+  // What sample() draws from, after penalties and truncation (greedy: the argmax with
+  // probability 1). Modifies `logits` in place.
+  void distribution(std::span<float> logits, std::span<const int32_t> history, TokenDistribution& out);
+  // Speculative verification, lossless: a draft token proposed with probability q(draft)
+  // (q: the drafter's distribution; nullptr for a deterministic proposal, q = 1 on it)
+  // is kept with probability min(1, p / q); otherwise the token is drawn from
+  // normalize(max(0, p - q)). Greedy: the argmax, whatever the draft. So the returned
+  // token has the distribution sample() would give.
+  int32_t verify(std::span<float> logits, std::span<const int32_t> history, int32_t draft,
+                 const TokenDistribution* q);
 
  private:
   double uniform();  // in [0, 1)
+  // Penalties, then candidates_ cut by top-k, top-p and min-p; returns the best logit.
+  float select(std::span<float> logits, std::span<const int32_t> history);
   // Leaves candidates_ (the whole vocabulary on entry) sorted best first and cut to the
   // top k, then to the smallest prefix whose probability reaches top_p.
   void keep_top_k_and_top_p(float max_logit, size_t k);
-  // Draws one of candidates_ from their softmax at the temperature.
-  int32_t draw(float max_logit);
+  // probs_ (unnormalized) and block_sums_ of candidates_ at the temperature; their total.
+  double weigh(float max_logit);
+  // Draws one of candidates_ by probs_.
+  int32_t draw(double total);
 
   SamplingParams params_;
   std::mt19937_64 rng_;
@@ -53,6 +75,8 @@ class Sampler {
   std::vector<float> probs_;
   std::vector<float> block_sums_;  // of probs_, per block of the draw
   std::vector<int32_t> window_;  // the penalties' look-back, sorted
+  TokenDistribution p_;          // verify's scratch
+  std::vector<float> dense_q_;
 };
 
 }  // namespace tps
