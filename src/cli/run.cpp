@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
+#include "cli/speculative_options.h"
 
 namespace tps::cli {
 
@@ -28,6 +29,7 @@ struct RunArgs {
   bool no_stream = false;
   bool ignore_eos = false;
   bool hide_prompt = false;
+  SpeculativeArgs speculative;
 };
 
 void print_summary(const GenerationResult& r) {
@@ -37,6 +39,13 @@ void print_summary(const GenerationResult& r) {
                static_cast<long long>(r.prompt_tokens), r.ttft_s * 1e3, r.prefill_tokens_per_s(), r.tokens.size(),
                r.decode_tokens_per_s(), percentile(r.itl_s, 50) * 1e3, percentile(r.itl_s, 99) * 1e3,
                r.finish_reason.c_str());
+  const SpeculativeCounts& s = r.speculative;
+  if (s.verify_steps > 0)
+    std::fprintf(stderr,
+                 "speculative: %lld drafted, %lld accepted, acceptance rate %.3f, mean accepted length %.2f over %lld "
+                 "verify steps\n",
+                 static_cast<long long>(s.drafted_tokens), static_cast<long long>(s.accepted_tokens),
+                 s.acceptance_rate(), s.mean_accepted_length(), static_cast<long long>(s.verify_steps));
 }
 
 nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t context) {
@@ -50,6 +59,12 @@ nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t cont
           {"itl_p50_ms", percentile(r.itl_s, 50) * 1e3},
           {"itl_p99_ms", percentile(r.itl_s, 99) * 1e3},
           {"threads", threads},
+          {"speculative",
+           {{"verify_steps", r.speculative.verify_steps},
+            {"drafted_tokens", r.speculative.drafted_tokens},
+            {"accepted_tokens", r.speculative.accepted_tokens},
+            {"acceptance_rate", r.speculative.acceptance_rate()},
+            {"mean_accepted_length", r.speculative.mean_accepted_length()}}},
           {"context", context},
           {"tokens", r.tokens}};
 }
@@ -75,6 +90,8 @@ int run(RunArgs a) {
   config.max_batch_tokens = static_cast<int32_t>(kv.context);  // the prompt in one forward pass
   const Tokenizer& tokenizer = model->tokenizer();
   config.is_eog = [&tokenizer](int32_t id) { return tokenizer.is_eog(id); };
+  Drafter drafter = make_drafter(a.speculative, runner);
+  drafter.apply(config);
   Engine engine(runner, config);
   const std::vector<int32_t> prompt = tokenizer.encode(a.prompt, true, true);
   // Asked for tokens that cannot fit: say so now rather than stop short.
@@ -129,6 +146,7 @@ CommandRegistration registration{
       sub.add_flag("--no-display-prompt", a->hide_prompt, "print only the generated text, not the prompt first");
       sub.add_flag("--no-stream", a->no_stream, "print the text at the end instead of as it is generated");
       sub.add_flag("--json", a->json, "print the text and the summary as one JSON object");
+      add_speculative_options(sub, a->speculative);
       return [a] { return run(*a); };
     }};
 

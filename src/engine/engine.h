@@ -2,6 +2,8 @@
 // Continuous batching: one thread runs the scheduler loop, one forward pass per step
 // over every running sequence (decode tokens plus prefill chunks up to the token
 // budget), samples each sequence's next token and pushes it to the request's stream.
+// With speculative decoding, a decoding sequence's step also carries the drafts of an
+// n-gram lookup or a draft model, verified together in that one forward pass.
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -12,8 +14,10 @@
 
 #include "engine/batch_model.h"
 #include "engine/block_pool.h"
+#include "engine/draft_length.h"
 #include "engine/request_stream.h"
 #include "engine/scheduler.h"
+#include "engine/speculative.h"
 
 namespace tps {
 
@@ -25,6 +29,10 @@ struct EngineConfig {
   bool prefix_cache = true;
   int32_t max_queue = 64;  // requests waiting for admission beyond this are refused
   std::function<bool(int32_t)> is_eog;
+  SpeculativeConfig speculative;
+  // For SpecMode::kDraftModel: the draft, with the target's KV geometry (its cache
+  // mirrors the target's block ids) and vocabulary.
+  BatchModel* draft = nullptr;
 };
 
 struct EngineStats {
@@ -32,11 +40,15 @@ struct EngineStats {
   int32_t blocks_used = 0, blocks_free = 0, blocks_cached = 0;
   int64_t prefix_lookup_tokens = 0, prefix_hit_tokens = 0;
   int64_t steps = 0, preemptions = 0;
+  SpeculativeCounts speculative;
 };
 
 struct StepInfo {
   int32_t rows = 0, sequences = 0, decode_rows = 0;
-  double seconds = 0;
+  double seconds = 0;          // the whole step
+  double forward_seconds = 0;  // the target's forward pass
+  double draft_seconds = 0;    // drafting (n-gram lookups or the draft model's passes)
+  int32_t drafted = 0;         // draft rows verified in this step
 };
 
 class Engine {
@@ -61,7 +73,16 @@ class Engine {
   void loop();
   void step();
   void drop_cancelled();
-  void sample_and_emit(Active& a, float* logits);
+  // Appends drafts to decoding sequences (n-gram tokens, or placeholders that
+  // fill_model_drafts replaces once their blocks are reserved); returns the time taken.
+  double propose_drafts();
+  double fill_model_drafts(StepPlan& plan);
+  // Leaves in a.tokens what this step gives a chunk's sequence: its accepted drafts and
+  // one token sampled (or resampled) from `logits` (logit_rows rows); rejected drafts
+  // leave. `raw` keeps the rows' logits before sampling when logprobs are asked for.
+  void verify(Active& a, float* logits, int32_t logit_rows, std::vector<std::vector<float>>& raw);
+  // Pushes a token already in a.tokens at `index` to the stream; false once finished.
+  bool emit(Active& a, size_t index, const std::vector<float>* raw);
   void finish(Active& a, FinishReason reason);
   void publish_stats();
 
@@ -72,6 +93,8 @@ class Engine {
   Scheduler scheduler_;
   std::vector<int32_t> eog_ids_;
   std::function<void(const StepInfo&)> observer_;
+  DraftLength draft_length_;
+  int32_t draft_rounds_ = 0;  // of the current step
 
   std::mutex mutex_;  // guards inbox_, stop_, wake_, queued_
   std::condition_variable cv_;
@@ -81,8 +104,8 @@ class Engine {
   uint64_t next_id_ = 1;
 
   std::vector<std::unique_ptr<Active>> active_;  // scheduler thread only
-  ForwardBatch batch_;
-  std::vector<float> logits_;
+  ForwardBatch batch_, draft_batch_;
+  std::vector<float> logits_, draft_logits_;
 
   mutable std::mutex stats_mutex_;
   EngineStats stats_;

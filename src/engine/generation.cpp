@@ -52,6 +52,7 @@ GenerationResult generate(Engine& engine, const Tokenizer& tokenizer, std::span<
   if (output.stopped()) result.finish_reason = "stop";
   else if (stream->finish_reason() == FinishReason::kStop) result.finish_reason = "eog";
 
+  result.speculative = stream->speculative();
   const RequestTimes times = stream->times();
   const size_t n = result.tokens.size();  // tokens made after a stop string are not the user's
   if (n > 0) {

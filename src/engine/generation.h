@@ -31,7 +31,8 @@ struct GenerationResult {
   double ttft_s = 0;            // submission to the first generated token
   double prefill_s = 0;         // scheduled to the first generated token: the prompt's forward passes
   double decode_s = 0;          // first generated token to the last
-  std::vector<double> itl_s;    // time between consecutive generated tokens
+  std::vector<double> itl_s;    // time between consecutive generated tokens (0 within one verify step's tokens)
+  SpeculativeCounts speculative;
 
   double prefill_tokens_per_s() const { return prefill_s > 0 ? prompt_tokens / prefill_s : 0; }
   double decode_tokens_per_s() const { return decode_s > 0 ? itl_s.size() / decode_s : 0; }

@@ -1,6 +1,9 @@
 #pragma once
 // The engine's view of a loaded Model: its KV cache of paged blocks, shaped by a
-// KvGeometry, and the thread pool its forward pass runs on.
+// KvGeometry, and the thread pool its forward pass runs on (its own, or the target's
+// for a draft model, which runs on the same cores between the target's steps).
+#include <memory>
+
 #include "core/thread_pool.h"
 #include "engine/batch_model.h"
 #include "model/kv_cache.h"
@@ -12,7 +15,10 @@ class ModelRunner : public BatchModel {
  public:
   ModelRunner(Model& model, const KvGeometry& geometry, int n_threads)
       : model_(model), geometry_(geometry), kv_(model.config(), geometry.blocks, geometry.block_tokens),
-        pool_(n_threads) {}
+        own_pool_(std::make_unique<ThreadPool>(n_threads)), pool_(*own_pool_) {}
+  ModelRunner(Model& model, const KvGeometry& geometry, ThreadPool& shared_pool)
+      : model_(model), geometry_(geometry), kv_(model.config(), geometry.blocks, geometry.block_tokens),
+        pool_(shared_pool) {}
 
   int32_t vocab_size() const override { return static_cast<int32_t>(model_.config().vocab_size); }
   KvGeometry kv_geometry() const override { return geometry_; }
@@ -20,12 +26,14 @@ class ModelRunner : public BatchModel {
   void copy_block(int32_t from, int32_t to) override { kv_.copy_block(from, to); }
   const KvCache& kv_cache() const { return kv_; }
   ThreadPool& pool() { return pool_; }
+  Model& model() { return model_; }
 
  private:
   Model& model_;
   KvGeometry geometry_;
   KvCache kv_;
-  ThreadPool pool_;
+  std::unique_ptr<ThreadPool> own_pool_;
+  ThreadPool& pool_;
 };
 
 }  // namespace tps

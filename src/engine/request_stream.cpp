@@ -46,6 +46,13 @@ int32_t RequestStream::generated_tokens() const { return locked(generated_); }
 
 RequestTimes RequestStream::times() const { return locked(times_); }
 
+SpeculativeCounts RequestStream::speculative() const { return locked(speculative_); }
+
+void RequestStream::add_speculative(int32_t drafted, int32_t accepted) {
+  std::lock_guard lock(mutex_);
+  speculative_.add_step(drafted, accepted);
+}
+
 void RequestStream::set_arrived(double t) {
   std::lock_guard lock(mutex_);
   times_.arrived = t;

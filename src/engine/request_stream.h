@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/speculative.h"
 #include "sampling/sampler.h"
 
 namespace tps {
@@ -24,6 +25,7 @@ struct GenerationRequest {
   std::vector<int32_t> forced;
   // Called on the scheduler thread with each step's raw logits, before sampling.
   std::function<void(std::span<const float>)> on_logits;
+  bool speculative = true;  // false: no drafts for this request even where the engine has a drafter
 };
 
 struct GeneratedToken {
@@ -57,6 +59,7 @@ class RequestStream {
   int32_t prompt_tokens() const;
   int32_t cached_tokens() const;
   int32_t generated_tokens() const;
+  SpeculativeCounts speculative() const;
   RequestTimes times() const;
 
   // Engine side.
@@ -65,6 +68,7 @@ class RequestStream {
   void push(GeneratedToken token, double t);
   void finish(FinishReason reason, double t);
   void set_prompt_tokens(int32_t n);
+  void add_speculative(int32_t drafted, int32_t accepted);
 
  private:
   // A copy of a field, read under the lock.
@@ -80,6 +84,7 @@ class RequestStream {
   FinishReason reason_ = FinishReason::kNone;
   RequestTimes times_;
   int32_t prompt_tokens_ = 0, cached_tokens_ = 0, generated_ = 0;
+  SpeculativeCounts speculative_;
   std::atomic<bool> cancelled_{false};
   std::function<void()> wake_engine_;
 };

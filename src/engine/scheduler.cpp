@@ -81,6 +81,7 @@ void Scheduler::preempt(size_t index, StepPlan& plan) {
   Sequence* seq = running_[index];
   running_.erase(running_.begin() + static_cast<std::ptrdiff_t>(index));
   std::erase_if(plan.chunks, [&](const ScheduledChunk& c) { return c.seq == seq; });
+  seq->drop_drafts();
   release_blocks(*seq);
   seq->preemptions++;
   waiting_.push_front(seq);
@@ -90,16 +91,22 @@ void Scheduler::preempt(size_t index, StepPlan& plan) {
 StepPlan Scheduler::schedule() {
   StepPlan plan;
   TokenBudget budget(config_.max_batch_tokens);
-  // Decode rows first, then prefill chunks, each in admission order.
+  // Decode rows (with their drafts) first, then prefill chunks, each in admission order.
   std::vector<Sequence*> order;
   for (Sequence* s : running_)
-    if (s->pending() == 1) order.push_back(s);
+    if (s->pending() - s->drafted == 1) order.push_back(s);
   for (Sequence* s : running_)
-    if (s->pending() != 1) order.push_back(s);
+    if (s->pending() - s->drafted != 1) order.push_back(s);
 
   for (Sequence* s : order) {
     auto it = std::find(running_.begin(), running_.end(), s);
     if (it == running_.end()) continue;  // preempted by an older sequence this step
+    // Drafts the budget cannot take are dropped, never split from their verification.
+    if (s->drafted > 0 && budget.remaining() < s->pending()) {
+      const int32_t keep = std::max(0, budget.remaining() - 1);
+      s->tokens.resize(s->tokens.size() - static_cast<size_t>(s->drafted - std::min(keep, s->drafted)));
+      s->drafted = std::min(keep, s->drafted);
+    }
     int32_t take = budget.take(s->pending());
     if (take == 0) continue;
     int32_t end = s->computed + take;
@@ -147,7 +154,8 @@ void Scheduler::complete(const StepPlan& plan) {
   const int32_t bt = config_.block_tokens;
   for (const auto& c : plan.chunks) {
     Sequence& s = *c.seq;
-    s.computed = c.begin + c.count;
+    // The sampled token that ends a chunk with logits is not in the cache yet.
+    s.computed = std::min(c.begin + c.count, static_cast<int32_t>(s.tokens.size()) - (c.wants_logits ? 1 : 0));
     while (static_cast<int32_t>(s.block_hashes.size() + 1) * bt <= s.computed) {
       size_t i = s.block_hashes.size();
       uint64_t parent = i == 0 ? 0 : s.block_hashes[i - 1];

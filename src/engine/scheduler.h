@@ -26,6 +26,8 @@ struct ScheduledChunk {
   int32_t begin;  // first position fed
   int32_t count;
   bool wants_logits;  // the chunk reaches the sequence's last token
+  // Rows at the chunk's end that give logits: 1, or 1 + drafts to verify; 0 mid-prompt.
+  int32_t logit_rows() const { return wants_logits ? 1 + seq->drafted : 0; }
 };
 
 struct StepPlan {
@@ -43,7 +45,10 @@ class Scheduler {
   const SchedulerConfig& config() const { return config_; }
   void enqueue(Sequence* seq) { waiting_.push_back(seq); }
   StepPlan schedule();
-  // Marks the plan's tokens computed and publishes the blocks they filled.
+  // Marks the plan's tokens computed and publishes the blocks they filled. Called once a
+  // chunk with logits has its next token appended, and rejected drafts have left the
+  // tokens: only the accepted part of a chunk counts, so no block holding a rejected
+  // draft is ever published.
   void complete(const StepPlan& plan);
   // Drops a sequence wherever it is and releases its blocks.
   void remove(Sequence* seq);

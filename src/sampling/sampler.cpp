@@ -130,12 +130,19 @@ float TokenDistribution::prob_of(int32_t id) const {
 }
 
 int32_t Sampler::verify(std::span<float> logits, std::span<const int32_t> history, int32_t draft,
-                        const TokenDistribution* q) {
+                        const TokenDistribution* q, bool* kept) {
   distribution(logits, history, p_);
-  if (greedy()) return p_.ids[0];
+  *kept = false;
+  if (greedy()) {
+    *kept = p_.ids[0] == draft;
+    return p_.ids[0];
+  }
   const double p_draft = p_.prob_of(draft);
   const double q_draft = q != nullptr ? q->prob_of(draft) : 1.0;
-  if (q_draft > 0 && uniform() * q_draft < p_draft) return draft;
+  if (q_draft > 0 && uniform() * q_draft < p_draft) {
+    *kept = true;
+    return draft;
+  }
   // The residual max(0, p - q); where it is all zero (p == q) the draft would always
   // have been kept, so rounding alone brings us here: draw from p.
   dense_q_.assign(logits.size(), 0.0f);  // q by token id, so the residual is one pass
@@ -149,16 +156,25 @@ int32_t Sampler::verify(std::span<float> logits, std::span<const int32_t> histor
     p_.probs[i] = std::max(0.0f, p_.probs[i] - dense_q_[p_.ids[i]]);
     total += p_.probs[i];
   }
-  if (total <= 0) return p_.ids[0];
+  if (total <= 0) {
+    // p == q to rounding: the draft would have been kept; any draw from p will do.
+    for (size_t i = 0; i < p_.ids.size(); ++i) p_.probs[i] = 1.0f;
+  }
+  return draw_from(p_);
+}
+
+int32_t Sampler::draw_from(const TokenDistribution& d) {
+  double total = 0;
+  for (float p : d.probs) total += p;
   const double target = uniform() * total;
   double cumulative = 0;
-  for (size_t i = 0; i < p_.ids.size(); ++i) {
-    cumulative += p_.probs[i];
-    if (target < cumulative && p_.probs[i] > 0.0f) return p_.ids[i];
+  for (size_t i = 0; i < d.ids.size(); ++i) {
+    cumulative += d.probs[i];
+    if (target < cumulative && d.probs[i] > 0.0f) return d.ids[i];
   }
-  for (size_t i = p_.ids.size(); i-- > 0;)
-    if (p_.probs[i] > 0.0f) return p_.ids[i];
-  return p_.ids[0];
+  for (size_t i = d.ids.size(); i-- > 0;)
+    if (d.probs[i] > 0.0f) return d.ids[i];
+  return d.ids.empty() ? 0 : d.ids[0];
 }
 
 void Sampler::keep_top_k_and_top_p(float max_logit, size_t k) {

@@ -54,8 +54,11 @@ class Sampler {
   // is kept with probability min(1, p / q); otherwise the token is drawn from
   // normalize(max(0, p - q)). Greedy: the argmax, whatever the draft. So the returned
   // token has the distribution sample() would give.
+  // *kept says whether the draft was kept (a resampled token may equal it).
   int32_t verify(std::span<float> logits, std::span<const int32_t> history, int32_t draft,
-                 const TokenDistribution* q);
+                 const TokenDistribution* q, bool* kept);
+  // A draw from d with this sampler's generator.
+  int32_t draw_from(const TokenDistribution& d);
 
  private:
   double uniform();  // in [0, 1)

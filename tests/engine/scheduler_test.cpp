@@ -18,11 +18,11 @@ Sequence make_seq(uint64_t id, int32_t prompt_len, int32_t first_token = 1) {
 }
 
 // What the engine does after a forward pass: one new token for every sequence whose
-// chunk reached its end.
+// chunk reached its end, then complete().
 void run_step(Scheduler& sched, const StepPlan& plan) {
-  sched.complete(plan);
   for (const auto& c : plan.chunks)
     if (c.wants_logits) c.seq->tokens.push_back(1000 + static_cast<int32_t>(c.seq->tokens.size()));
+  sched.complete(plan);
 }
 
 }  // namespace

@@ -157,3 +157,71 @@ TEST(Sampler, SameSeedSameDrawsAndOtherSeedOtherDraws) {
 }
 
 }  // namespace tps
+
+namespace tps {
+namespace {
+
+// Pearson's chi-square of counts against probabilities.
+double chi_square(const std::vector<int64_t>& counts, const std::vector<double>& p, int64_t n) {
+  double x = 0;
+  for (size_t i = 0; i < p.size(); ++i) {
+    const double expected = p[i] * static_cast<double>(n);
+    x += (counts[i] - expected) * (counts[i] - expected) / expected;
+  }
+  return x;
+}
+
+// Speculative verification keeps the target's distribution whatever the draft's: the
+// tokens it returns, over draws of the draft from q, are distributed as p. 3 degrees
+// of freedom: 16.27 is the 0.1 % critical value; a residual taken as p instead of
+// max(0, p - q), or a draft kept with p alone, lands in the thousands.
+TEST(SpeculativeVerify, KeepsTheTargetDistribution) {
+  const std::vector<double> p = {0.5, 0.25, 0.15, 0.10};
+  const std::vector<double> q = {0.1, 0.6, 0.1, 0.2};
+  std::vector<float> logits_p;
+  for (double v : p) logits_p.push_back(static_cast<float>(std::log(v)));
+  TokenDistribution qd{{0, 1, 2, 3}, {0.1f, 0.6f, 0.1f, 0.2f}};
+  Sampler target(SamplingParams::untruncated(1.0f));
+  SamplingParams draft_params = SamplingParams::untruncated(1.0f);
+  draft_params.seed = 99;
+  Sampler draft(draft_params);
+  constexpr int64_t kN = 200000;
+  std::vector<int64_t> counts(4, 0), kept_counts(4, 0);
+  int64_t kept_total = 0;
+  for (int64_t i = 0; i < kN; ++i) {
+    const int32_t d = draft.draw_from(qd);
+    std::vector<float> logits = logits_p;
+    bool kept = false;
+    const int32_t t = target.verify(logits, {}, d, &qd, &kept);
+    ++counts[static_cast<size_t>(t)];
+    kept_total += kept;
+  }
+  EXPECT_LT(chi_square(counts, p, kN), 16.27);
+  // Kept with probability sum over tokens of min(p, q) = 0.1 + 0.25 + 0.1 + 0.1.
+  EXPECT_NEAR(static_cast<double>(kept_total) / kN, 0.55, 0.005);
+
+  // An n-gram draft is one token with q = 1 on it.
+  std::vector<int64_t> ngram(4, 0);
+  for (int64_t i = 0; i < kN; ++i) {
+    std::vector<float> logits = logits_p;
+    bool kept = false;
+    ++ngram[static_cast<size_t>(target.verify(logits, {}, 1, nullptr, &kept))];
+  }
+  EXPECT_LT(chi_square(ngram, p, kN), 16.27);
+}
+
+TEST(SpeculativeVerify, GreedyKeepsOnlyTheArgmax) {
+  SamplingParams g;
+  g.temperature = 0;
+  Sampler s(g);
+  std::vector<float> logits = {0.1f, 2.0f, 0.3f};
+  bool kept = true;
+  EXPECT_EQ(s.verify(logits, {}, 0, nullptr, &kept), 1);
+  EXPECT_FALSE(kept);
+  logits = {0.1f, 2.0f, 0.3f};
+  EXPECT_EQ(s.verify(logits, {}, 1, nullptr, &kept), 1);
+  EXPECT_TRUE(kept);
+}
+
+}  // namespace
+}  // namespace tps

@@ -1,0 +1,54 @@
+#include "cli/speculative_options.h"
+
+#include "core/error.h"
+
+namespace tps::cli {
+
+void add_speculative_options(CLI::App& sub, SpeculativeArgs& a) {
+  sub.add_option("--spec", a.spec, "speculative decoding: off, or ngram (prompt and context lookup)")
+      ->capture_default_str();
+  sub.add_option("--draft-model", a.draft_model, "speculative decoding with this smaller GGUF as the draft");
+  sub.add_option("--draft-max", a.config.draft_max, "drafts per verify step at most")->capture_default_str();
+  sub.add_option("--draft-min", a.config.draft_min, "fewer drafts than this are not verified")->capture_default_str();
+  sub.add_option("--draft-p-min", a.config.draft_p_min, "a draft model stops below this probability of its pick")
+      ->capture_default_str();
+  sub.add_option("--ngram-min", a.config.ngram_min, "shortest n-gram looked up")->capture_default_str();
+  sub.add_option("--ngram-max", a.config.ngram_max, "longest n-gram looked up")->capture_default_str();
+}
+
+namespace {
+
+void check_same_vocabulary(const Tokenizer& target, const Tokenizer& draft, const std::string& path) {
+  if (draft.vocab_size() != target.vocab_size())
+    fail("the draft model {} has a vocabulary of {} tokens, the target {}", path, draft.vocab_size(),
+         target.vocab_size());
+  for (int32_t id = 0; id < target.vocab_size(); ++id)
+    if (draft.token_to_piece(id, true) != target.token_to_piece(id, true))
+      fail("the draft model {} has another vocabulary: token {} is '{}', the target's '{}'", path, id,
+           draft.token_to_piece(id, true), target.token_to_piece(id, true));
+}
+
+}  // namespace
+
+Drafter make_drafter(const SpeculativeArgs& a, ModelRunner& target) {
+  Drafter d;
+  d.config = a.config;
+  if (!a.draft_model.empty()) {
+    if (a.spec != "off" && a.spec != "draft") fail("--draft-model and --spec {} exclude each other", a.spec);
+    d.config.mode = SpecMode::kDraftModel;
+  } else if (a.spec == "ngram") {
+    d.config.mode = SpecMode::kNgram;
+  } else if (a.spec != "off") {
+    fail("--spec must be off or ngram (or use --draft-model), got '{}'", a.spec);
+  }
+  if (d.config.mode == SpecMode::kOff) return d;
+  check_speculative_config(d.config);
+  if (d.config.mode == SpecMode::kDraftModel) {
+    d.model = Model::load(a.draft_model);
+    check_same_vocabulary(target.model().tokenizer(), d.model->tokenizer(), a.draft_model);
+    d.runner = std::make_unique<ModelRunner>(*d.model, target.kv_geometry(), target.pool());
+  }
+  return d;
+}
+
+}  // namespace tps::cli

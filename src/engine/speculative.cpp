@@ -1,0 +1,69 @@
+#include "engine/speculative.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+
+namespace tps {
+
+void check_speculative_config(const SpeculativeConfig& c) {
+  if (c.draft_max < 1 || c.draft_max > 64) fail("--draft-max must be in 1..64, got {}", c.draft_max);
+  if (c.draft_min < 1 || c.draft_min > c.draft_max)
+    fail("--draft-min must be in 1..--draft-max ({}), got {}", c.draft_max, c.draft_min);
+  if (!(c.draft_p_min >= 0.0f && c.draft_p_min <= 1.0f)) fail("--draft-p-min must be in 0..1, got {}", c.draft_p_min);
+  if (c.ngram_min < 1 || c.ngram_min > c.ngram_max || c.ngram_max > 64)
+    fail("--ngram-min and --ngram-max need 1 <= min <= max <= 64, got {} and {}", c.ngram_min, c.ngram_max);
+}
+
+void SpeculativeCounts::add_step(int32_t drafted, int32_t accepted) {
+  ++verify_steps;
+  drafted_tokens += drafted;
+  accepted_tokens += accepted;
+  if (accepted_at.size() < static_cast<size_t>(drafted)) accepted_at.resize(static_cast<size_t>(drafted), 0);
+  for (int32_t i = 0; i < accepted; ++i) ++accepted_at[static_cast<size_t>(i)];
+}
+
+SpeculativeCounts& SpeculativeCounts::operator+=(const SpeculativeCounts& o) {
+  verify_steps += o.verify_steps;
+  drafted_tokens += o.drafted_tokens;
+  accepted_tokens += o.accepted_tokens;
+  if (accepted_at.size() < o.accepted_at.size()) accepted_at.resize(o.accepted_at.size(), 0);
+  for (size_t i = 0; i < o.accepted_at.size(); ++i) accepted_at[i] += o.accepted_at[i];
+  return *this;
+}
+
+namespace {
+
+// The tokens after the most recent earlier occurrence of the context's last n tokens
+// (the longest n that has one), at most max_tokens; empty when there is none.
+std::vector<int32_t> continuation(std::span<const int32_t> context, int32_t ngram_min, int32_t ngram_max,
+                                  int64_t max_tokens) {
+  const auto size = static_cast<int64_t>(context.size());
+  for (int64_t n = std::min<int64_t>(ngram_max, size - 1); n >= ngram_min; --n) {
+    const std::span<const int32_t> tail = context.subspan(static_cast<size_t>(size - n));
+    for (int64_t start = size - n - 1; start >= 0; --start) {
+      if (!std::equal(tail.begin(), tail.end(), context.begin() + start)) continue;
+      const int64_t from = start + n, to = std::min(size, from + max_tokens);
+      return {context.begin() + from, context.begin() + to};
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::vector<int32_t> ngram_draft(std::span<const int32_t> context, int32_t ngram_min, int32_t ngram_max,
+                                 int32_t max_tokens) {
+  // A match near the end continues only up to the end: look up again from the drafted
+  // tokens, so a repeated phrase drafts whole.
+  std::vector<int32_t> extended(context.begin(), context.end()), drafts;
+  while (static_cast<int32_t>(drafts.size()) < max_tokens) {
+    const std::vector<int32_t> more = continuation(extended, ngram_min, ngram_max, max_tokens - static_cast<int64_t>(drafts.size()));
+    if (more.empty()) break;
+    drafts.insert(drafts.end(), more.begin(), more.end());
+    extended.insert(extended.end(), more.begin(), more.end());
+  }
+  return drafts;
+}
+
+}  // namespace tps

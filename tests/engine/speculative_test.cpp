@@ -1,0 +1,185 @@
+// Speculative decoding in the engine: lossless at temperature 0 for both drafters on
+// every ISA path, drafts rolled back without a trace in the prefix cache, batches that
+// mix speculative and plain sequences, and the n-gram lookup itself.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/timer.h"
+#include "engine/engine.h"
+#include "engine/model_runner.h"
+#include "../model/test_fixtures.h"
+#include "../support/scoped_isa.h"
+
+namespace tps {
+namespace {
+
+TEST(NgramDraft, ContinuesTheMostRecentMatchOfTheLongestNgram) {
+  const std::vector<int32_t> context = {1, 2, 3, 9, 1, 2, 3, 7, 8, 5, 2, 3};
+  // "2 3" last occurred at 5-6, followed by 7 8 5 2 3; then "2 3" again, and so on.
+  EXPECT_EQ(ngram_draft(context, 2, 4, 3), (std::vector<int32_t>{7, 8, 5}));
+  // The continuation runs into the end: the lookup goes on from the drafts.
+  EXPECT_EQ(ngram_draft(context, 2, 4, 7), (std::vector<int32_t>{7, 8, 5, 2, 3, 7, 8}));
+  EXPECT_TRUE(ngram_draft(context, 4, 4, 3).empty());  // "5 2 3" never came before with one more
+  EXPECT_TRUE(ngram_draft(std::vector<int32_t>{1, 2, 3, 4}, 1, 4, 3).empty());
+  EXPECT_EQ(ngram_draft(std::vector<int32_t>{4, 5, 4}, 1, 1, 2), (std::vector<int32_t>{5, 4}));
+}
+
+TEST(SpeculativeCounts, DefineTheRatesOnce) {
+  SpeculativeCounts c;
+  c.add_step(4, 4);
+  c.add_step(4, 1);
+  c.add_step(2, 0);
+  EXPECT_EQ(c.verify_steps, 3);
+  EXPECT_EQ(c.drafted_tokens, 10);
+  EXPECT_EQ(c.accepted_tokens, 5);
+  EXPECT_DOUBLE_EQ(c.acceptance_rate(), 0.5);
+  EXPECT_DOUBLE_EQ(c.mean_accepted_length(), 5.0 / 3);
+  EXPECT_EQ(c.accepted_at, (std::vector<int64_t>{2, 1, 1, 1}));
+}
+
+struct EngineSetup {
+  EngineSetup(Model& target, Model* draft_model, SpecMode mode, int32_t max_seqs = 2)
+      : runner(target, plan_kv_geometry(target.config(), {0, 0, 16, max_seqs}, nullptr), 1) {
+    config.max_seqs = max_seqs;
+    config.speculative.mode = mode;
+    config.speculative.draft_max = 4;
+    config.speculative.draft_p_min = 0;  // draft every time: the test is about losslessness
+    if (draft_model != nullptr) {
+      draft = std::make_unique<ModelRunner>(*draft_model, runner.kv_geometry(), runner.pool());
+      config.draft = draft.get();
+    }
+    engine = std::make_unique<Engine>(runner, config);
+  }
+  ModelRunner runner;
+  std::unique_ptr<ModelRunner> draft;
+  EngineConfig config;
+  std::unique_ptr<Engine> engine;
+};
+
+GenerationRequest greedy(std::vector<int32_t> prompt, int32_t n, bool speculative = true) {
+  GenerationRequest r;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.max_tokens = n;
+  r.ignore_eos = true;
+  r.speculative = speculative;
+  return r;
+}
+
+std::vector<int32_t> tokens_of(RequestStream& s) {
+  std::vector<GeneratedToken> got;
+  while (!s.finished()) s.wait(got, now_seconds() + 60);
+  std::vector<int32_t> ids;
+  for (auto& t : got) ids.push_back(t.id);
+  return ids;
+}
+
+struct Case {
+  std::string target, draft;  // fixture paths; an empty draft means the n-gram drafter
+  Isa isa;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  const std::vector<std::pair<std::string, std::string>> models = {
+      {"models/stories260K.gguf", ""},
+      {"models/stories260K.gguf", "models/stories260K.gguf"},  // the target as its own draft: all accepted
+      {"models/synthetic/llama-gqa-f32.gguf", ""},
+      {"models/synthetic/llama-gqa-f32.gguf", "models/synthetic/llama-gqa-q4_0.gguf"},
+  };
+  for (const auto& [t, d] : models)
+    for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx})
+      if (cpu_supports(isa)) out.push_back({t, d, isa});
+  return out;
+}
+
+class Lossless : public ::testing::TestWithParam<Case> {};
+
+// 128 greedy tokens with and without speculation, alone and with a plain sequence
+// beside the speculative one.
+TEST_P(Lossless, GreedyTokensAreThoseWithoutSpeculation) {
+  const Case& c = GetParam();
+  TPS_REQUIRE_FIXTURE(target_path, c.target);
+  test::ScopedIsa forced(c.isa);
+  auto target = Model::load(target_path);
+  std::unique_ptr<Model> draft;
+  if (!c.draft.empty()) draft = Model::load(testing::fixture(c.draft));
+  const std::vector<int32_t> prompt = target->tokenizer().encode("Once upon a time, there was a little girl named Lily. She loved to play outside", true, true);
+  const std::vector<int32_t> other = target->tokenizer().encode("The cat sat on the mat.", true, true);
+
+  EngineSetup plain(*target, nullptr, SpecMode::kOff);
+  const auto want = tokens_of(*plain.engine->submit(greedy(prompt, 128)));
+  const auto want_other = tokens_of(*plain.engine->submit(greedy(other, 64)));
+
+  EngineSetup spec(*target, draft.get(), c.draft.empty() ? SpecMode::kNgram : SpecMode::kDraftModel);
+  EXPECT_EQ(tokens_of(*spec.engine->submit(greedy(prompt, 128))), want) << "alone";
+  auto a = spec.engine->submit(greedy(prompt, 128));
+  auto b = spec.engine->submit(greedy(other, 64, false));
+  EXPECT_EQ(tokens_of(*a), want) << "beside a plain sequence";
+  EXPECT_EQ(tokens_of(*b), want_other) << "the plain sequence beside it";
+  const SpeculativeCounts counts = spec.engine->stats().speculative;
+  EXPECT_GT(counts.drafted_tokens, 0) << "nothing was drafted";
+  EXPECT_EQ(b->speculative().verify_steps, 0) << "\"speculative\": false drafted";
+  if (c.draft == c.target) EXPECT_EQ(counts.accepted_tokens, counts.drafted_tokens) << "the target as its own draft";
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, Lossless, ::testing::ValuesIn(cases()), [](const auto& info) {
+  std::string name = std::filesystem::path(info.param.target).stem().string() + "_" +
+                     (info.param.draft.empty() ? std::string("ngram") : std::filesystem::path(info.param.draft).stem().string()) +
+                     "_" + isa_name(info.param.isa);
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+});
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Lossless);
+
+// Rejected drafts never reach the prefix cache: a request run with a draft model that
+// is mostly wrong leaves blocks whose hashes match a later plain run of the same text.
+TEST(Speculative, RejectedDraftsLeaveNoBlockBehind) {
+  TPS_REQUIRE_FIXTURE(target_path, "models/synthetic/llama-gqa-f32.gguf");
+  TPS_REQUIRE_FIXTURE(draft_path, "models/stories260K.gguf");  // same vocabulary, other weights
+  auto target = Model::load(target_path);
+  auto draft = Model::load(draft_path);
+  EngineSetup spec(*target, draft.get(), SpecMode::kDraftModel, 1);
+  std::vector<int32_t> prompt = {1};
+  for (int i = 0; i < 40; ++i) prompt.push_back(3 + (i * 31) % 500);
+  const auto first = tokens_of(*spec.engine->submit(greedy(prompt, 60)));
+  const SpeculativeCounts counts = spec.engine->stats().speculative;
+  ASSERT_GT(counts.drafted_tokens, counts.accepted_tokens) << "some drafts must be rejected";
+  // The same prompt and its continuation again: every full block of the first run is
+  // found in the cache, and the output is the same, so the blocks held accepted tokens.
+  std::vector<int32_t> again = prompt;
+  again.insert(again.end(), first.begin(), first.end() - 1);
+  auto s = spec.engine->submit(greedy(again, 8, false));
+  tokens_of(*s);
+  EXPECT_EQ(s->cached_tokens(), static_cast<int32_t>(again.size()) / 16 * 16);
+  EngineSetup plain(*target, nullptr, SpecMode::kOff, 1);
+  EXPECT_EQ(tokens_of(*plain.engine->submit(greedy(prompt, 60))), first);
+}
+
+TEST(Speculative, ADraftWithAnotherVocabularyIsRefused) {
+  TPS_REQUIRE_FIXTURE(target_path, "models/stories260K.gguf");
+  auto target = Model::load(target_path);
+  ModelRunner runner(*target, plan_kv_geometry(target->config(), {0, 0, 16, 1}, nullptr), 1);
+  class OtherVocab : public BatchModel {
+   public:
+    explicit OtherVocab(KvGeometry g) : g_(g) {}
+    int32_t vocab_size() const override { return 7; }
+    KvGeometry kv_geometry() const override { return g_; }
+    void forward(const ForwardBatch&, float*) override {}
+    void copy_block(int32_t, int32_t) override {}
+   private:
+    KvGeometry g_;
+  } other(runner.kv_geometry());
+  EngineConfig config;
+  config.speculative.mode = SpecMode::kDraftModel;
+  config.draft = &other;
+  EXPECT_THROW(Engine(runner, config), Error);
+}
+
+}  // namespace
+}  // namespace tps
