@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
+#include "cli/speculative_options.h"
 #include "roofline/probe.h"
 #include "server/api_server.h"
 
@@ -30,6 +31,7 @@ struct ServeArgs {
   std::string log_file;
   std::string profile;
   bool no_prefix_cache = false;
+  SpeculativeArgs speculative;
 };
 
 ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
@@ -59,6 +61,8 @@ int serve(ServeArgs a) {
   ec.max_batch_tokens = a.batch_tokens;
   ec.prefix_cache = !a.no_prefix_cache;
   ec.max_queue = a.max_queue;
+  Drafter drafter = make_drafter(a.speculative, runner);
+  drafter.apply(ec);
   const Tokenizer& tokenizer = model->tokenizer();
   ec.is_eog = [&tokenizer](int32_t id) { return tokenizer.is_eog(id); };
 
@@ -127,6 +131,7 @@ CommandRegistration registration{
       sub.add_option("--log-file", a->log_file, "access log file (default: stderr)");
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe`: adds decode bandwidth utilization to /metrics");
       sub.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not share KV blocks between requests");
+      add_speculative_options(sub, a->speculative);
       return [a] { return serve(*a); };
     }};
 

@@ -296,6 +296,7 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
     gen.prompt = std::move(prompt);
     gen.sampling = g->api.sampling;
     gen.ignore_eos = g->api.ignore_eos;
+    gen.speculative = g->api.speculative;
     gen.top_logprobs = g->api.top_logprobs;
     g->stream = engine_.submit(std::move(gen));
     if (!g->stream) throw ApiError(429, "", "the server is busy: too many requests are waiting", "queue_full",

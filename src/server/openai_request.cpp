@@ -193,6 +193,8 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
       if (get_integer(v, key, 1, 1 << 20) != 1) bad(key, "'n' must be 1: one choice per request is supported");
     } else if (key == "return_tokens_as_token_ids") {
       r.tokens_as_ids = v.is_null() ? false : get_bool(v, key);
+    } else if (key == "speculative") {
+      r.speculative = v.is_null() ? true : get_bool(v, key);
     } else if (key == "ignore_eos") {
       r.ignore_eos = get_bool(v, key);
     } else if (key == "stream") {

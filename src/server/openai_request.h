@@ -42,6 +42,7 @@ struct ApiRequest {
   int32_t top_logprobs = -1;              // -1: none
   bool tokens_as_ids = false;             // logprobs name tokens "token_id:N" (vLLM's return_tokens_as_token_ids)
   bool ignore_eos = false;
+  bool speculative = true;                // false: no drafts for this request
   bool stream = false;
   bool include_usage = false;     // a last chunk with the usage
   bool continuous_usage = false;  // usage so far in every chunk (vLLM's continuous_usage_stats)

@@ -90,6 +90,22 @@ std::string ServerMetrics::render(const EngineStats& engine) const {
   prom_counter(out, "tps_preemptions_total", "Sequences preempted (blocks freed, recomputed later).",
                static_cast<double>(engine.preemptions));
   prom_counter(out, "tps_steps_total", "Scheduler steps (forward passes).", static_cast<double>(engine.steps));
+  // Speculative decoding, as vLLM names its counters (docs/serve.md has the terms).
+  const SpeculativeCounts& spec = engine.speculative;
+  prom_counter(out, "tps_spec_decode_num_drafts_total", "Verify steps: a sequence's last token with at least one draft.",
+               static_cast<double>(spec.verify_steps));
+  prom_counter(out, "tps_spec_decode_num_draft_tokens_total", "Draft tokens verified.",
+               static_cast<double>(spec.drafted_tokens));
+  prom_counter(out, "tps_spec_decode_num_accepted_tokens_total", "Draft tokens accepted.",
+               static_cast<double>(spec.accepted_tokens));
+  std::vector<std::string> positions;
+  std::vector<double> accepted_at;
+  for (size_t i = 0; i < spec.accepted_at.size(); ++i) {
+    positions.push_back(std::to_string(i));
+    accepted_at.push_back(static_cast<double>(spec.accepted_at[i]));
+  }
+  prom_labelled(out, "tps_spec_decode_num_accepted_tokens_per_pos_total", "counter",
+                "Draft tokens accepted, by position in the draft (0: the first).", "position", positions, accepted_at);
   if (bandwidth_gbps_ > 0 && decode_steps_ > 0) {
     // Every decode step reads all weights once, whatever the batch size.
     double achieved = weight_bytes_ * static_cast<double>(decode_steps_) / decode_seconds_ / 1e9;

@@ -370,3 +370,55 @@ TEST(Serve, ModelsHealthTokenizeDetokenize) {
 }
 
 }  // namespace tps::testing
+
+namespace tps::testing {
+namespace {
+
+// --spec ngram: the same text as a server without it, batched requests included, with
+// vLLM-style counters in /metrics; "speculative": false turns it off for one request.
+TEST(Serve, SpeculativeNgramGivesTheSameTextAndCountsItsDrafts) {
+  REQUIRE_MODEL(model, kStories);
+  ServeProcess plain, spec;
+  ASSERT_EQ(plain.start(model), "");
+  ASSERT_EQ(spec.start(model, {"--spec", "ngram", "--draft-max", "4"}), "");
+  json req = {{"prompt", "Once upon a time, there was a little girl named Lily. She loved to play outside"},
+              {"max_tokens", 96}, {"temperature", 0}, {"ignore_eos", true}};
+  const Reply want = post(*plain.client(), "/v1/completions", req);
+  ASSERT_EQ(want.status, 200) << want.raw;
+  std::vector<std::thread> clients;
+  std::vector<Reply> got(3);
+  for (int i = 0; i < 3; ++i) clients.emplace_back([&, i] { got[i] = post(*spec.client(), "/v1/completions", req); });
+  for (auto& t : clients) t.join();
+  for (const Reply& r : got) EXPECT_EQ(r.body["choices"][0]["text"], want.body["choices"][0]["text"]) << r.raw;
+  auto m = get_metrics(*spec.client());
+  const double drafted = m["tps_spec_decode_num_draft_tokens_total"];
+  EXPECT_GT(m["tps_spec_decode_num_drafts_total"], 0);
+  EXPECT_GT(drafted, 0);
+  EXPECT_LE(m["tps_spec_decode_num_accepted_tokens_total"], drafted);
+  EXPECT_EQ(m["tps_spec_decode_num_accepted_tokens_per_pos_total{position=\"0\"}"] >= 0, true);
+
+  req["speculative"] = false;
+  const Reply off = post(*spec.client(), "/v1/completions", req);
+  EXPECT_EQ(off.body["choices"][0]["text"], want.body["choices"][0]["text"]);
+  EXPECT_EQ(get_metrics(*spec.client())["tps_spec_decode_num_draft_tokens_total"], drafted);
+  req["speculative"] = "yes";
+  EXPECT_EQ(post(*spec.client(), "/v1/completions", req).status, 400);
+}
+
+TEST(Serve, BadSpeculativeFlagsAreOneLineErrors) {
+  REQUIRE_MODEL(model, kStories);
+  for (const std::string& flags : {"--spec bogus", "--spec ngram --draft-max 0", "--draft-model /nonexistent.gguf"}) {
+    const std::string cmd = std::string(TPS_BINARY) + " serve -m " + model + " --port 0 " + flags + " 2>&1 >/dev/null";
+    FILE* p = popen(cmd.c_str(), "r");
+    std::string out;
+    char buf[512];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+    const int rc = pclose(p);
+    EXPECT_EQ(WEXITSTATUS(rc), 2) << flags << ": " << out;
+    EXPECT_EQ(out.rfind("tps: error: ", 0), 0u) << flags << ": " << out;
+  }
+}
+
+}  // namespace
+}  // namespace tps::testing
