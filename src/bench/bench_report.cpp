@@ -90,6 +90,24 @@ BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roof
   return row;
 }
 
+SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const BenchMeasurement& plain,
+                                       const std::string& drafter) {
+  SpeculativeFigures f;
+  f.drafter = drafter;
+  f.counts = spec.speculative;
+  const SpeculativeCounts& c = f.counts;
+  f.mean_draft_length = c.verify_steps > 0 ? double(c.drafted_tokens) / double(c.verify_steps) : 0;
+  if (spec.decode_seconds > 0) {
+    f.draft_share = spec.draft_seconds / spec.decode_seconds;
+    f.verify_share = spec.verify_step_seconds / spec.decode_seconds;
+  }
+  if (spec.verify_steps > 0 && plain.plain_steps > 0 && plain.plain_step_seconds > 0)
+    f.verify_cost_ratio = (spec.verify_step_seconds / double(spec.verify_steps)) /
+                          (plain.plain_step_seconds / double(plain.plain_steps));
+  if (plain.tokens_per_s.mean > 0) f.speedup = spec.tokens_per_s.mean / plain.tokens_per_s.mean;
+  return f;
+}
+
 std::optional<BenchFormat> parse_bench_format(const std::string& name) {
   if (name == "md") return BenchFormat::kMarkdown;
   if (name == "csv") return BenchFormat::kCsv;
@@ -141,6 +159,22 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                       {"compute_path", r.roofs.path}};
   j.update(phase_json(r.result));
   if (r.prefill) j["prefill"] = phase_json(*r.prefill);
+  if (r.speculative) {
+    const SpeculativeFigures& s = *r.speculative;
+    j["speculative"] = {{"drafter", s.drafter},
+                        {"verify_steps", s.counts.verify_steps},
+                        {"drafted_tokens", s.counts.drafted_tokens},
+                        {"accepted_tokens", s.counts.accepted_tokens},
+                        {"accepted_per_position", s.counts.accepted_at},
+                        {"acceptance_rate", s.counts.acceptance_rate()},
+                        {"mean_accepted_length", s.counts.mean_accepted_length()},
+                        {"tokens_per_step", s.counts.mean_accepted_length() + 1},
+                        {"mean_draft_length", s.mean_draft_length},
+                        {"draft_share", s.draft_share},
+                        {"verify_share", s.verify_share},
+                        {"verify_cost_ratio", s.verify_cost_ratio},
+                        {"speedup", s.speedup}};
+  }
   if (r.breakdown) {
     nlohmann::json steps = nlohmann::json::array();
     for (const BreakdownStep& s : r.breakdown->steps)
@@ -245,8 +279,18 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
       line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill, r.roofs.path);
       line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result, r.roofs.path);
     } else {
-      line(c, r.test, r.result, r.roofs.path);
+      line(c, r.speculative ? r.test + " " + r.speculative->drafter : r.test, r.result, r.roofs.path);
     }
+  }
+  for (const auto& r : report.rows) {
+    if (!r.speculative) continue;
+    const SpeculativeFigures& s = *r.speculative;
+    out += fmt::format(
+        "\n{} {}: speedup {:.2f}x; acceptance rate {:.3f}, mean accepted length {:.2f} ({} drafted, {} accepted, {} "
+        "verify steps, mean draft {:.2f}); time: drafting {:.1f}%, verify steps {:.1f}%; verify cost ratio {:.2f}\n",
+        r.test, s.drafter, s.speedup, s.counts.acceptance_rate(), s.counts.mean_accepted_length(), s.counts.drafted_tokens,
+        s.counts.accepted_tokens, s.counts.verify_steps, s.mean_draft_length, 100 * s.draft_share, 100 * s.verify_share,
+        s.verify_cost_ratio);
   }
   out += fmt::format("\nroofs: {}; kernels: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source,
                      report.kernels, report.repetitions);

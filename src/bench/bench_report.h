@@ -49,6 +49,19 @@ struct Breakdown {
   std::vector<BreakdownStep> steps;
 };
 
+// A speculative row against the same case without speculation, in the same run.
+struct SpeculativeFigures {
+  std::string drafter;          // "ngram" or the draft model's file name
+  SpeculativeCounts counts;     // over the timed repetitions
+  double mean_draft_length = 0; // drafted tokens per verify step
+  double draft_share = 0;       // of the decode time: drafting
+  double verify_share = 0;      // of the decode time: the target's passes of steps with drafts
+  double verify_cost_ratio = 0; // a verify step's forward pass over a one-token step's (of the plain run)
+  double speedup = 0;           // tokens/s over the plain row's
+};
+SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const BenchMeasurement& plain,
+                                       const std::string& drafter);
+
 struct BenchRow {
   std::string test;  // "pp512", "tg128", "batched"
   BenchCase bench_case;
@@ -56,6 +69,7 @@ struct BenchRow {
   PhaseResult result;                  // pp: the prefill; tg and batched: the decode
   std::optional<PhaseResult> prefill;  // batched: the B prompts' prefill
   std::optional<Breakdown> breakdown;  // of `result`
+  std::optional<SpeculativeFigures> speculative;
 };
 
 BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs);

@@ -40,9 +40,21 @@ namespace {
 // goes in chunks of kPrefillChunkRows rows, as llama-bench's batch size.
 class CaseEngine {
  public:
-  CaseEngine(Model& model, const BenchCase& c, int threads)
-      : runner_(model, geometry(model, c), threads), engine_(runner_, config(c)) {
+  CaseEngine(Model& model, const BenchCase& c, int threads, int64_t prompt_tokens, const BenchSpeculation& spec)
+      : runner_(model, geometry(model, c, prompt_tokens), threads),
+        draft_(spec.draft != nullptr ? std::make_unique<ModelRunner>(*spec.draft, runner_.kv_geometry(), runner_.pool())
+                                     : nullptr),
+        engine_(runner_, config(c, spec, draft_.get())) {
     engine_.set_step_observer([this](const StepInfo& s) { on_step(s); });
+  }
+
+  SpeculativeCounts speculative() const { return engine_.stats().speculative; }
+  // Decode-step timings since the last call, from every sequence's first token on.
+  BenchMeasurement take_step_times() {
+    std::lock_guard lock(mutex_);
+    BenchMeasurement m = steps_;
+    steps_ = {};
+    return m;
   }
 
   ThreadPool& pool() { return runner_.pool(); }
@@ -81,8 +93,8 @@ class CaseEngine {
   }
 
  private:
-  static KvGeometry geometry(const Model& model, const BenchCase& c) {
-    const int64_t positions = c.depth + std::max<int64_t>(c.prompt, 1) + c.gen + 1;
+  static KvGeometry geometry(const Model& model, const BenchCase& c, int64_t prompt_tokens) {
+    const int64_t positions = c.depth + prompt_tokens + c.gen + 1;
     if (positions > model.config().context_length)
       fail("{}: depth {} + {} tokens exceeds the model's context length {}", c.label(), c.depth, c.prompt + c.gen,
            model.config().context_length);
@@ -90,11 +102,13 @@ class CaseEngine {
     const int64_t per_seq = (positions + bt - 1) / bt + 1;
     return {bt, per_seq * c.batch + (c.depth + bt - 1) / bt + 1, positions};
   }
-  static EngineConfig config(const BenchCase& c) {
+  static EngineConfig config(const BenchCase& c, const BenchSpeculation& spec, BatchModel* draft) {
     EngineConfig e;
     e.max_seqs = static_cast<int32_t>(c.batch);
     e.max_batch_tokens = static_cast<int32_t>(std::max<int64_t>(kPrefillChunkRows, c.batch));
     e.max_queue = static_cast<int32_t>(c.batch);
+    e.speculative = spec.config;
+    e.draft = draft;
     return e;
   }
   // Called with mutex_ held, or before the requests are submitted.
@@ -116,11 +130,24 @@ class CaseEngine {
   }
   // On the scheduler thread, after each step: decode is traced from the step after the
   // one that gave the last sequence its first token.
-  void on_step(const StepInfo&) {
+  void on_step(const StepInfo& info) {
     std::lock_guard lock(mutex_);
-    if (trace_ == nullptr || !trace_decode_ || tracing_) return;
-    for (const auto& s : streams_)
-      if (s->generated_tokens() == 0) return;
+    bool decoding = !streams_.empty();
+    for (const auto& s : streams_) decoding = decoding && s->generated_tokens() > 0;
+    if (decoding && info.decode_rows == info.sequences) {
+      steps_.decode_seconds += info.seconds;
+      steps_.forward_seconds += info.forward_seconds;
+      steps_.draft_seconds += info.draft_seconds;
+      if (info.drafted > 0) {
+        ++steps_.verify_steps;
+        steps_.verify_step_seconds += info.forward_seconds;
+        steps_.verify_rows += info.rows;
+      } else {
+        ++steps_.plain_steps;
+        steps_.plain_step_seconds += info.forward_seconds;
+      }
+    }
+    if (trace_ == nullptr || !trace_decode_ || tracing_ || !decoding) return;
     start_trace();
   }
 
@@ -130,7 +157,9 @@ class CaseEngine {
   ForwardTrace* trace_ = nullptr;
   bool trace_decode_ = false, tracing_ = false;
   std::vector<std::shared_ptr<RequestStream>> streams_;
+  BenchMeasurement steps_;
   ModelRunner runner_;
+  std::unique_ptr<ModelRunner> draft_;
   Engine engine_;
 };
 
@@ -160,8 +189,12 @@ Timing timing_of(const std::vector<RequestTimes>& times) {
 }  // namespace
 
 BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threads,
-                                  const std::function<void(const std::string&)>& progress, bool breakdown) {
-  CaseEngine engine(model_, c, threads);
+                                  const std::function<void(const std::string&)>& progress, bool breakdown,
+                                  const BenchSpeculation& speculation) {
+  const bool text = c.kind == BenchKind::kDecode && !text_prompt_.empty();
+  const int64_t own_prompt = c.kind == BenchKind::kDecode ? (text ? static_cast<int64_t>(text_prompt_.size()) : 1)
+                                                          : c.prompt;
+  CaseEngine engine(model_, c, threads, own_prompt, speculation);
   const int64_t vocab = model_.config().vocab_size;
   auto random_tokens = [&](int64_t n) {
     std::vector<int32_t> t(static_cast<size_t>(n));
@@ -180,7 +213,7 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t s = 0; s < c.batch; ++s) {
       std::vector<int32_t> p = depth;
-      const std::vector<int32_t> own = random_tokens(c.kind == BenchKind::kDecode ? 1 : c.prompt);
+      const std::vector<int32_t> own = text ? text_prompt_ : random_tokens(own_prompt);
       p.insert(p.end(), own.begin(), own.end());
       prompts.push_back(std::move(p));
     }
@@ -201,6 +234,8 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   const bool baseline = !prefill_only && !weights.empty();
   std::optional<ForwardTrace> trace;
   if (breakdown) trace.emplace();
+  engine.take_step_times();
+  const SpeculativeCounts before = engine.speculative();
   for (int r = 0; r < repetitions; ++r) {
     if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
     progress(fmt::format("rep {}/{}", r + 1, repetitions));
@@ -215,7 +250,18 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
     }
   }
   if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
-  return {c, spread_of(std::move(main)), spread_of(std::move(prefill)), spread_of(std::move(stream)), trace};
+  BenchMeasurement m = engine.take_step_times();
+  m.bench_case = c;
+  m.tokens_per_s = spread_of(std::move(main));
+  m.prefill_tokens_per_s = spread_of(std::move(prefill));
+  m.stream_gbps = spread_of(std::move(stream));
+  m.breakdown = trace;
+  m.speculative = engine.speculative();
+  m.speculative.verify_steps -= before.verify_steps;
+  m.speculative.drafted_tokens -= before.drafted_tokens;
+  m.speculative.accepted_tokens -= before.accepted_tokens;
+  for (size_t i = 0; i < before.accepted_at.size(); ++i) m.speculative.accepted_at[i] -= before.accepted_at[i];
+  return m;
 }
 
 }  // namespace tps

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bench/bench_plan.h"
+#include "engine/speculative.h"
 #include "model/model.h"
 
 namespace tps {
@@ -31,6 +32,19 @@ struct BenchMeasurement {
   Spread stream_gbps;
   // With --breakdown: the timed repetitions' measured phase, op by op.
   std::optional<ForwardTrace> breakdown;
+  // The measured decode steps (tg and batched): the target's forward passes and the
+  // drafter's time, and the speculative counts over the timed repetitions.
+  double decode_seconds = 0, forward_seconds = 0, draft_seconds = 0;
+  int64_t plain_steps = 0, verify_steps = 0;           // steps without and with drafts
+  double plain_step_seconds = 0, verify_step_seconds = 0;  // their forward passes' total
+  int64_t verify_rows = 0;                              // rows of the steps with drafts
+  SpeculativeCounts speculative;
+};
+
+// How a bench case drafts: the engine's settings and, for a draft model, the model.
+struct BenchSpeculation {
+  SpeculativeConfig config;
+  Model* draft = nullptr;
 };
 
 class BenchRunner {
@@ -41,11 +55,15 @@ class BenchRunner {
   // gets a short status ("rep 2/5") before each run. `breakdown`: also time the
   // measured phase (the prefill of pp tests, the decode of the others) op by op.
   BenchMeasurement run(const BenchCase& c, int repetitions, int threads,
-                       const std::function<void(const std::string&)>& progress, bool breakdown = false);
+                       const std::function<void(const std::string&)>& progress, bool breakdown = false,
+                       const BenchSpeculation& speculation = {});
+  // Decode (tg) cases continue this text greedily instead of one random token.
+  void set_text_prompt(std::vector<int32_t> tokens) { text_prompt_ = std::move(tokens); }
 
  private:
   Model& model_;
   std::mt19937_64 rng_;
+  std::vector<int32_t> text_prompt_;
 };
 
 }  // namespace tps

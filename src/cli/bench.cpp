@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -16,6 +19,7 @@
 #include "bench/bench_roofs.h"
 #include "bench/bench_runner.h"
 #include "cli/command.h"
+#include "cli/speculative_options.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
 #include "model/model.h"
@@ -41,7 +45,18 @@ struct BenchArgs {
   std::string profile;
   bool progress = true;
   bool breakdown = false;
+  std::string prompt;
+  std::string prompt_file;
+  SpeculativeArgs speculative;
 };
+
+std::string read_text_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail("cannot open the prompt file '{}'", path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
 
 // One status line on stderr, rewritten in place on a terminal; silent otherwise.
 class ProgressLine {
@@ -108,7 +123,18 @@ int run_bench(const BenchArgs& a) {
 
   const std::string& wt = report.model.weight_type;
   const bool quantized = wt != "f32" && wt != "f16" && wt != "bf16";
+  const SpeculativeConfig spec = speculative_config(a.speculative);
+  const std::unique_ptr<Model> draft = load_draft_model(a.speculative, *model);
+  const std::string drafter = spec.mode == SpecMode::kNgram ? "ngram"
+                              : draft                      ? std::filesystem::path(a.speculative.draft_model).filename().string()
+                                                           : "";
   BenchRunner runner(*model, a.seed);
+  const std::string text = a.prompt_file.empty() ? a.prompt : read_text_file(a.prompt_file);
+  if (!text.empty()) {
+    std::vector<int32_t> tokens = model->tokenizer().encode(text, true, true);
+    if (tokens.empty()) fail("--prompt gives no tokens");
+    runner.set_text_prompt(std::move(tokens));
+  }
   for (size_t i = 0; i < cases.size(); ++i) {
     const BenchCase& c = cases[i];
     auto case_status = [&](const std::string& s) {
@@ -118,6 +144,13 @@ int run_bench(const BenchArgs& a) {
     Roofs roofs = roofs_from_profile(profile.profile, c.threads, static_cast<int64_t>(cost.weight_bytes_per_step),
                                      compute_path(active_isa(), quantized, c.step_rows()));
     report.rows.push_back(bench_row(m, cost, roofs));
+    if (spec.mode != SpecMode::kOff && c.kind != BenchKind::kPrefill) {
+      // The same case with speculation, right after the plain one.
+      BenchMeasurement s = runner.run(c, a.repetitions, c.threads, case_status, false, {spec, draft.get()});
+      BenchRow row = bench_row(s, cost, roofs);
+      row.speculative = speculative_figures(s, m, drafter);
+      report.rows.push_back(std::move(row));
+    }
   }
   progress.clear();
   fmt::print("{}", format_bench_report(report, *format));
@@ -147,6 +180,9 @@ const CommandRegistration kBench{
       sub.add_option("-o,--output", a->output, "md, csv, json or jsonl")->capture_default_str();
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe -o` (default: the cache's)");
       sub.add_flag("!--no-progress", a->progress, "no progress line on stderr");
+      auto* prompt = sub.add_option("--prompt", a->prompt, "tg tests continue this text greedily (default: one random token)");
+      sub.add_option("--prompt-file", a->prompt_file, "tg tests continue this file's text")->excludes(prompt);
+      add_speculative_options(sub, a->speculative);
       sub.add_flag("--breakdown", a->breakdown,
                    "also time each test's measured phase step by step (rmsnorm, qkv, attention, ...): "
                    "where the time goes, and the GB/s of each weight step (not in csv)");

@@ -30,24 +30,32 @@ void check_same_vocabulary(const Tokenizer& target, const Tokenizer& draft, cons
 
 }  // namespace
 
-Drafter make_drafter(const SpeculativeArgs& a, ModelRunner& target) {
-  Drafter d;
-  d.config = a.config;
+SpeculativeConfig speculative_config(const SpeculativeArgs& a) {
+  SpeculativeConfig c = a.config;
   if (!a.draft_model.empty()) {
     if (a.spec != "off" && a.spec != "draft") fail("--draft-model and --spec {} exclude each other", a.spec);
-    d.config.mode = SpecMode::kDraftModel;
+    c.mode = SpecMode::kDraftModel;
   } else if (a.spec == "ngram") {
-    d.config.mode = SpecMode::kNgram;
+    c.mode = SpecMode::kNgram;
   } else if (a.spec != "off") {
     fail("--spec must be off or ngram (or use --draft-model), got '{}'", a.spec);
   }
-  if (d.config.mode == SpecMode::kOff) return d;
-  check_speculative_config(d.config);
-  if (d.config.mode == SpecMode::kDraftModel) {
-    d.model = Model::load(a.draft_model);
-    check_same_vocabulary(target.model().tokenizer(), d.model->tokenizer(), a.draft_model);
-    d.runner = std::make_unique<ModelRunner>(*d.model, target.kv_geometry(), target.pool());
-  }
+  if (c.mode != SpecMode::kOff) check_speculative_config(c);
+  return c;
+}
+
+std::unique_ptr<Model> load_draft_model(const SpeculativeArgs& a, const Model& target) {
+  if (a.draft_model.empty()) return nullptr;
+  auto draft = Model::load(a.draft_model);
+  check_same_vocabulary(target.tokenizer(), draft->tokenizer(), a.draft_model);
+  return draft;
+}
+
+Drafter make_drafter(const SpeculativeArgs& a, ModelRunner& target) {
+  Drafter d;
+  d.config = speculative_config(a);
+  d.model = load_draft_model(a, target.model());
+  if (d.model) d.runner = std::make_unique<ModelRunner>(*d.model, target.kv_geometry(), target.pool());
   return d;
 }
 

@@ -34,5 +34,9 @@ struct Drafter {
 // Throws tps::Error (exit 2) for a bad flag, or a draft whose vocabulary is not the
 // target's.
 Drafter make_drafter(const SpeculativeArgs& a, ModelRunner& target);
+// The parts of make_drafter: the checked settings, and the draft model (nullptr
+// without one).
+SpeculativeConfig speculative_config(const SpeculativeArgs& a);
+std::unique_ptr<Model> load_draft_model(const SpeculativeArgs& a, const Model& target);
 
 }  // namespace tps::cli

@@ -66,7 +66,16 @@ int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptanc
     const double r = rate(k);
     if (r > best_rate) best = k, best_rate = r;
   }
-  if (best == 0 && steps_ % kProbeEvery == 0) best = config_.draft_min;
+  if (best == 0) {
+    // Probe with draft_min drafts, as often as keeps the probes' extra cost near
+    // kProbeCost of the time, and at least every kProbeEvery steps when they are cheap.
+    const int32_t k = config_.draft_min;
+    const double base = forward_seconds(base_rows);
+    const double extra = (forward_seconds(base_rows + n * k) - base + draft_round_s_ * k) / base;
+    const auto every = static_cast<int64_t>(std::max<double>(kProbeEvery, std::ceil(extra / kProbeCost)));
+    if (++since_probe_ >= every) best = k;
+  }
+  if (best > 0) since_probe_ = 0;
   return best;
 }
 

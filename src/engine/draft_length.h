@@ -4,8 +4,9 @@
 // plus the drafter's time per round, and each drafting sequence's per-token acceptance
 // is estimated from its verify steps. The length chosen maximizes expected tokens per
 // second over the whole batch; with a large batch (rows cost more) or a poor drafter
-// it is 0. Then every kProbeEvery-th step still drafts draft_min tokens, so the
-// estimates follow the text.
+// it is 0. Then some steps still draft draft_min tokens, so the estimates follow the
+// text: every kProbeEvery-th step, or fewer where a probe costs more than kProbeCost
+// of the time.
 #include <cstdint>
 #include <span>
 
@@ -16,6 +17,7 @@ namespace tps {
 class DraftLength {
  public:
   static constexpr int kProbeEvery = 8;
+  static constexpr double kProbeCost = 0.04;
 
   explicit DraftLength(const SpeculativeConfig& config) : config_(config) {}
 
@@ -34,7 +36,7 @@ class DraftLength {
   // Exponentially weighted sums for the least-squares line of seconds against rows.
   double w_ = 0, wx_ = 0, wy_ = 0, wxx_ = 0, wxy_ = 0;
   double draft_round_s_ = 0;
-  int64_t steps_ = 0;
+  int64_t steps_ = 0, since_probe_ = 0;
 };
 
 // A sequence's per-token acceptance estimate from its verify steps (a prior of 1/2
