@@ -175,6 +175,35 @@ TEST(Synth, SeededAndIndependentOfThreadCount) {
   for (const auto& p : {a, b, d}) fs::remove(p);
 }
 
+// A seed's weights are the same numbers in every weight type (each quantized from them),
+// so a small quantized file of a seed can draft for its larger float file.
+TEST(Synth, ASeedWritesTheSameWeightsInEveryType) {
+  const ModelConfig c = small_config();
+  auto f32 = synth(c, "f32", "same_f32.gguf", 5);
+  auto other = synth(c, "f32", "other_f32.gguf", 6);
+  for (const std::string type : {"f16", "q8_0", "q4_0", "q4_k"}) {
+    auto q = synth(c, type, "same_" + type + ".gguf", 5);
+    for (const GgufTensor& t : f32->tensors()) {
+      const GgufTensor* u = q->find_tensor(t.name);
+      ASSERT_NE(u, nullptr) << t.name;
+      const int64_t n = t.n_elements();
+      std::vector<float> a(n), b(n), d(n);
+      dequantize_row(t.type, t.data, a.data(), n);
+      dequantize_row(u->type, u->data, b.data(), n);
+      dequantize_row(GgmlType::kF32, other->find_tensor(t.name)->data, d.data(), n);
+      double err = 0, diff = 0, norm = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        err += (a[i] - b[i]) * (a[i] - b[i]);
+        diff += (a[i] - d[i]) * (a[i] - d[i]);
+        norm += a[i] * a[i];
+      }
+      // Q4_0's rounding leaves about 10 % relative error; another seed about 140 %.
+      EXPECT_LT(std::sqrt(err / norm), 0.15) << type << " " << t.name;
+      if (t.name.find("norm") == std::string::npos) EXPECT_GT(std::sqrt(diff / norm), 1.0) << t.name;  // norms are ones
+    }
+  }
+}
+
 TEST(Synth, BuiltinVocabularyIsAValidByteLevelBpe) {
   BpeVocab v = builtin_bpe_vocab(2000);
   ASSERT_EQ(v.tokens.size(), 2000u);
