@@ -6,7 +6,7 @@
 // second over the whole batch; with a large batch (rows cost more) or a poor drafter
 // it is 0. Then some steps still draft draft_min tokens, so the estimates follow the
 // text: every kProbeEvery-th step, or fewer where a probe costs more than kProbeCost
-// of the time.
+// of the time. With draft_min == draft_max the length is fixed: every step drafts it.
 #include <cstdint>
 #include <span>
 
@@ -17,7 +17,7 @@ namespace tps {
 class DraftLength {
  public:
   static constexpr int kProbeEvery = 8;
-  static constexpr double kProbeCost = 0.04;
+  static constexpr double kProbeCost = 0.03;
 
   explicit DraftLength(const SpeculativeConfig& config) : config_(config) {}
 

@@ -369,6 +369,8 @@ void Engine::step() {
     stats_.steps++;
   }
   if (decode_rows == static_cast<int32_t>(plan.chunks.size()))
+    // Drafting's time includes the draft model catching up on the tokens since it last
+    // drafted: the true price of a probe after steps without drafts.
     draft_length_.record_step(plan.rows(), forward_s, draft_rounds_, draft_s);
   if (observer_) {
     StepInfo info{plan.rows(), static_cast<int32_t>(plan.chunks.size()), decode_rows, now_seconds() - t0};

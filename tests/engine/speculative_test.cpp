@@ -124,7 +124,9 @@ TEST_P(Lossless, GreedyTokensAreThoseWithoutSpeculation) {
   const SpeculativeCounts counts = spec.engine->stats().speculative;
   EXPECT_GT(counts.drafted_tokens, 0) << "nothing was drafted";
   EXPECT_EQ(b->speculative().verify_steps, 0) << "\"speculative\": false drafted";
-  if (c.draft == c.target) EXPECT_EQ(counts.accepted_tokens, counts.drafted_tokens) << "the target as its own draft";
+  if (c.draft == c.target) {
+    EXPECT_EQ(counts.accepted_tokens, counts.drafted_tokens) << "the target as its own draft";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Lossless, ::testing::ValuesIn(cases()), [](const auto& info) {
