@@ -1,5 +1,7 @@
 #include "loadgen/load_runner.h"
 
+#include "loadgen/event_tokens.h"
+
 #include <unistd.h>
 
 #include <atomic>
@@ -257,6 +259,8 @@ RunResult run_load(const RunSettings& settings, const std::vector<Prompt>& promp
         r.output_tokens = output_counter->count(r.output_text);
         r.output_tokens_source = "tokenizer";
       }
+      if (r.ok && result.stopped.empty())
+        settle_event_tokens(r, output_counter && output_counter->exact() ? output_counter : nullptr);
       r.output_text.clear();
     }
     double ramp_end = clients > 0 ? phase.ramp_end()

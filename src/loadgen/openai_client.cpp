@@ -135,10 +135,10 @@ RequestRecord OpenAiClient::stream(const Prompt& prompt, double origin) {
       if (!chunk.finish_reason.empty()) r.finish_reason = chunk.finish_reason;
       if (chunk.completion_tokens) final_usage = *chunk.completion_tokens;
       if (chunk.text.empty()) continue;  // role-only, empty, finish or usage-only event
-      r.arrivals.push_back({t, 1});
+      r.output_text += chunk.text;
+      r.arrivals.push_back({t, 1, r.output_text.size()});
       cumulative.push_back(chunk.completion_tokens);
       logprobs.push_back(chunk.logprob_tokens);
-      r.output_text += chunk.text;
     }
     if (t - r.send_time > endpoint_.timeout_s) {
       timed_out = true;

@@ -8,11 +8,13 @@
 namespace tps::loadgen {
 
 // One stream event that carried generated text. `tokens` is how many tokens it carried
-// (from per-event usage or logprobs when the server gives them, else 1); it may be 0 when
-// per-event usage says the text came without a new token.
+// (from per-event usage or logprobs when the server gives them; else from a tokenizer,
+// or the total split by text length: settle_event_tokens); it may be 0 when the text
+// came without a new token.
 struct TokenArrival {
   double time = 0;  // seconds since the run's start, on the monotonic clock
   int64_t tokens = 1;
+  size_t text_end = 0;  // the output text's length once this event's text was added
 };
 
 struct RequestRecord {
@@ -25,7 +27,8 @@ struct RequestRecord {
   int64_t requested_output_tokens = -1; // max_tokens sent
   int64_t output_tokens = 0;
   std::string output_tokens_source;     // "usage", "tokenizer", "logprobs" or "events"
-  std::string event_tokens_source;      // how `arrivals[i].tokens` were known
+  std::string event_tokens_source;      // how `arrivals[i].tokens` were known: "usage", "logprobs",
+                                        // "tokenizer", "text_length" or "events" (one each)
   std::string finish_reason;
   bool ok = false;
   int http_status = 0;

@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/error.h"
+#include "loadgen/event_tokens.h"
 
 namespace tps::loadgen {
 namespace {
@@ -29,6 +32,54 @@ TEST(RequestMetrics, FollowTheDefinitions) {
   EXPECT_NEAR(m.itl[0], 0.2, 1e-12);
   for (int i = 1; i <= 3; ++i) EXPECT_NEAR(m.itl[size_t(i)], 0.1, 1e-12);  // 0.3 s shared by 3 tokens
   EXPECT_NEAR(m.itl[4], 0.1, 1e-12);
+}
+
+// A speculative server streams 1, 1, 3, 1, 2 tokens per event, 20 ms apart per token,
+// with only a final usage: one token per event would make ITL p50 40 ms.
+RequestRecord speculative_stream() {
+  RequestRecord r = record(0, {{0.10, 1, 1}, {0.12, 1, 3}, {0.18, 1, 9}, {0.20, 1, 11}, {0.24, 1, 15}}, 8);
+  r.output_text = "a b c d e f g h";  // "a", " b", " c d e", " f", " g h"
+  r.event_tokens_source = "events";
+  return r;
+}
+
+// Counts words, as an exact tokenizer of this text would count its tokens.
+class WordCounter : public TokenCounter {
+ public:
+  int64_t count(const std::string& text) override {
+    int64_t n = 0;
+    for (size_t i = 0; i < text.size(); ++i) n += text[i] != ' ' && (i == 0 || text[i - 1] == ' ');
+    return n;
+  }
+  std::string name() const override { return "words"; }
+  bool exact() const override { return true; }
+};
+
+TEST(EventTokens, ATokenizerCountsEachEventsTokensFromTheCumulativeText) {
+  RequestRecord r = speculative_stream();
+  WordCounter words;
+  settle_event_tokens(r, &words);
+  EXPECT_EQ(r.event_tokens_source, "tokenizer");
+  std::vector<int64_t> counts;
+  for (const auto& a : r.arrivals) counts.push_back(a.tokens);
+  EXPECT_EQ(counts, (std::vector<int64_t>{1, 1, 3, 1, 2}));
+  const auto m = compute_request_metrics(r);
+  ASSERT_EQ(m.itl.size(), 7u);
+  for (double itl : m.itl) EXPECT_NEAR(itl, 0.02, 1e-9);
+}
+
+TEST(EventTokens, WithoutATokenizerTheTotalIsSplitByTextLength) {
+  RequestRecord r = speculative_stream();
+  settle_event_tokens(r, nullptr);
+  EXPECT_EQ(r.event_tokens_source, "text_length");
+  int64_t total = 0;
+  for (const auto& a : r.arrivals) total += a.tokens;
+  EXPECT_EQ(total, 8);
+  EXPECT_EQ(r.arrivals[2].tokens, 3);  // " c d e": 6 of 15 bytes of 8 tokens
+  const auto m = compute_request_metrics(r);
+  std::vector<double> itl = m.itl;
+  std::sort(itl.begin(), itl.end());
+  EXPECT_NEAR(itl[itl.size() / 2], 0.02, 1e-9);  // not 0.04
 }
 
 TEST(RequestMetrics, ATextEventWithoutANewTokenLendsItsGapToTheNext) {
