@@ -27,7 +27,7 @@ struct RooflineArgs {
   int64_t prompt = 1024, output = 256, context = 0, ubatch = 512;
   std::string spec_draft;
   int spec_k = 4;
-  double spec_accept = 0.7, spec_cost = 0;
+  double spec_accept = 0.7, spec_cost = 0, spec_verify_cost = 1, spec_mean_accepted = -1;
   bool json = false;
   std::string plot, efficiency_file, save_efficiency;
   std::vector<std::string> measured, calibrate;  // result files, rows merged
@@ -218,9 +218,11 @@ int run_roofline(const RooflineArgs& a) {
   if (!a.spec_draft.empty() || a.spec_cost > 0) {
     if (a.spec_k < 1) fail("--spec-k must be at least 1");
     if (!(a.spec_accept >= 0 && a.spec_accept <= 1)) fail("--spec-accept must be in [0, 1]");
+    if (!(a.spec_verify_cost >= 1)) fail("--spec-verify-cost must be at least 1, got {}", a.spec_verify_cost);
     SpeculativeSetup s;
     s.k = a.spec_k;
-    s.alpha = a.spec_accept;
+    s.alpha = a.spec_mean_accepted >= 0 ? per_token_acceptance(a.spec_mean_accepted, a.spec_k) : a.spec_accept;
+    s.verify_cost_ratio = a.spec_verify_cost;
     s.cost_ratio = a.spec_cost;
     s.draft_name = a.spec_draft.empty() ? "a draft of the given cost" : a.spec_draft;
     if (!a.spec_draft.empty()) {
@@ -276,6 +278,10 @@ const CommandRegistration kRoofline{
       sub.add_option("--spec-k", a->spec_k, "draft tokens per step (default 4)");
       sub.add_option("--spec-accept", a->spec_accept, "acceptance rate per token (default 0.7)");
       sub.add_option("--spec-cost", a->spec_cost, "draft/target step time ratio c (default: from the roofline)");
+      sub.add_option("--spec-verify-cost", a->spec_verify_cost,
+                     "verify cost ratio r: a target step of k+1 tokens over one of 1 (tps bench measures it; default 1)");
+      sub.add_option("--spec-mean-accepted", a->spec_mean_accepted,
+                     "mean accepted length at k drafts (as tps bench reports it), instead of --spec-accept");
       sub.add_flag("--json", a->json, "print JSON instead of tables");
       sub.add_option("--plot", a->plot, "write an SVG roofline chart");
       sub.add_option("--measured", a->measured, "tps bench / tps load result JSONs (comma list): MBU, MFU, bound per run")

@@ -241,8 +241,19 @@ double speculative_tokens_per_step(double alpha, int k) {
   return (1 - std::pow(alpha, k + 1)) / (1 - alpha);
 }
 
-double speculative_speedup(double alpha, int k, double c) {
-  return speculative_tokens_per_step(alpha, k) / (k * c + 1);
+double speculative_speedup(double alpha, int k, double c, double verify_cost_ratio) {
+  return speculative_tokens_per_step(alpha, k) / (k * c + verify_cost_ratio);
+}
+
+double per_token_acceptance(double mean_accepted_length, int k) {
+  if (mean_accepted_length <= 0) return 0;
+  if (mean_accepted_length >= k) return 1;
+  double lo = 0, hi = 1;
+  for (int i = 0; i < 60; ++i) {
+    const double mid = (lo + hi) / 2;
+    (speculative_tokens_per_step(mid, k) - 1 < mean_accepted_length ? lo : hi) = mid;
+  }
+  return (lo + hi) / 2;
 }
 
 }  // namespace tps

@@ -115,7 +115,16 @@ class Estimator {
 
 // Leviathan et al. 2023: tokens per target step (1 - a^(k+1)) / (1 - a); walltime
 // speedup = that / (k c + 1), with c = draft step time / target step time.
+// Speculative decoding with k drafts per verify step and a per-token acceptance alpha
+// (each draft kept with probability alpha once the ones before it were):
+// tokens per step E = (1 - alpha^(k+1)) / (1 - alpha) = mean accepted length + 1;
+// speedup = E / (k c + r), c = a draft pass over a target step, r = the verify cost
+// ratio (a target step of k + 1 tokens over one of 1 token; 1 where decode is purely
+// bandwidth-bound).
 double speculative_tokens_per_step(double alpha, int k);
-double speculative_speedup(double alpha, int k, double c);
+double speculative_speedup(double alpha, int k, double c, double verify_cost_ratio = 1.0);
+// The per-token acceptance whose mean accepted length over k drafts is `length` (as
+// tps bench and /metrics report it), by bisection; in [0, 1].
+double per_token_acceptance(double mean_accepted_length, int k);
 
 }  // namespace tps

@@ -143,8 +143,10 @@ json roofline_report(const Estimator& est, const Workload& w, const std::optiona
   if (spec) {
     double c = spec->cost_ratio > 0 ? spec->cost_ratio
                                     : spec->draft->decode_step_seconds(1, decode_ctx) / tpot1;
-    double speedup = speculative_speedup(spec->alpha, spec->k, c);
+    double speedup = speculative_speedup(spec->alpha, spec->k, c, spec->verify_cost_ratio);
     r["speculative"] = {{"draft", spec->draft_name}, {"k", spec->k}, {"alpha", spec->alpha}, {"c", c},
+                        {"verify_cost_ratio", spec->verify_cost_ratio},
+                        {"mean_accepted_length", speculative_tokens_per_step(spec->alpha, spec->k) - 1},
                         {"tokens_per_step", speculative_tokens_per_step(spec->alpha, spec->k)},
                         {"speedup", speedup}, {"tokens_per_s", speedup / tpot1}};
   }

@@ -24,6 +24,7 @@ struct SpeculativeSetup {
   double cost_ratio = 0;           // c given directly (used when > 0)
   int k = 4;
   double alpha = 0.7;
+  double verify_cost_ratio = 1.0;  // target step of k + 1 tokens over one of 1
 };
 
 nlohmann::json roofline_report(const Estimator& est, const Workload& w,

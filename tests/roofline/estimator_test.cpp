@@ -122,3 +122,19 @@ TEST(Estimator, WeightFormatsSetBytesAndComputePath) {
 }
 
 }  // namespace tps
+
+namespace tps {
+
+// The engine's terms map onto the model's: a mean accepted length over k drafts gives
+// back the per-token acceptance, and the verify cost ratio divides the speedup.
+TEST(Speculative, MeanAcceptedLengthAndVerifyCostMapOntoTheModel) {
+  for (double alpha : {0.0, 0.3, 0.7, 0.95}) {
+    const double length = speculative_tokens_per_step(alpha, 4) - 1;
+    EXPECT_NEAR(per_token_acceptance(length, 4), alpha, 1e-9) << alpha;
+  }
+  EXPECT_EQ(per_token_acceptance(4, 4), 1.0);
+  // alpha 0.5, k 2: E = 1.75; c 0.1, r 1.2: 1.75 / 1.4.
+  EXPECT_NEAR(speculative_speedup(0.5, 2, 0.1, 1.2), 1.25, 1e-12);
+}
+
+}  // namespace tps
