@@ -35,8 +35,8 @@ void DraftLength::record_step(int32_t rows, double forward_s, int32_t draft_roun
   wy_ = wy_ * kDecay + forward_s;
   wxx_ = wxx_ * kDecay + double(rows) * rows;
   wxy_ = wxy_ * kDecay + rows * forward_s;
-  if (draft_rounds > 0 || draft_s > 0) {
-    const double per_round = draft_s / std::max(1, draft_rounds);
+  if (draft_rounds > 0) {
+    const double per_round = draft_s / draft_rounds;
     draft_round_s_ = draft_round_s_ == 0 ? per_round : 0.9 * draft_round_s_ + 0.1 * per_round;
   }
   ++steps_;
@@ -53,9 +53,9 @@ double DraftLength::forward_seconds(double rows) const {
 
 int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptance) {
   if (acceptance.empty()) return 0;
-  // --draft-min equal to --draft-max pins the length (measuring a fixed k); and with no
-  // cost known yet, the first step measures.
-  if (config_.draft_min == config_.draft_max || w_ == 0) return config_.draft_max;
+  // --draft-min equal to --draft-max pins the length (measuring a fixed k).
+  if (config_.draft_min == config_.draft_max) return config_.draft_max;
+  if (w_ == 0) return config_.draft_min;  // no cost known yet: the cheapest probe measures
   const auto n = static_cast<double>(acceptance.size());
   auto rate = [&](int32_t k) {
     double tokens = 0;
@@ -74,7 +74,8 @@ int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptanc
     const int32_t k = config_.draft_min;
     const double base = forward_seconds(base_rows);
     const double extra = (forward_seconds(base_rows + n * k) - base + draft_round_s_ * k) / base;
-    const auto every = static_cast<int64_t>(std::max<double>(kProbeEvery, std::ceil(extra / kProbeCost)));
+    const auto every =
+        static_cast<int64_t>(std::clamp<double>(std::ceil(extra / kProbeCost), kProbeEvery, kProbeAtLeastEvery));
     if (++since_probe_ >= every) best = k;
   }
   if (best > 0) since_probe_ = 0;

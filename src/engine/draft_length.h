@@ -6,7 +6,7 @@
 // second over the whole batch; with a large batch (rows cost more) or a poor drafter
 // it is 0. Then some steps still draft draft_min tokens, so the estimates follow the
 // text: every kProbeEvery-th step, or fewer where a probe costs more than kProbeCost
-// of the time. With draft_min == draft_max the length is fixed: every step drafts it.
+// of the time, but at least every kProbeAtLeastEvery-th. With draft_min == draft_max the length is fixed: every step drafts it.
 #include <cstdint>
 #include <span>
 
@@ -17,7 +17,8 @@ namespace tps {
 class DraftLength {
  public:
   static constexpr int kProbeEvery = 8;
-  static constexpr double kProbeCost = 0.03;
+  static constexpr double kProbeCost = 0.02;
+  static constexpr int kProbeAtLeastEvery = 32;
 
   explicit DraftLength(const SpeculativeConfig& config) : config_(config) {}
 
@@ -39,12 +40,14 @@ class DraftLength {
   int64_t steps_ = 0, since_probe_ = 0;
 };
 
-// A sequence's per-token acceptance estimate from its verify steps (a prior of 1/2
-// worth two drafts, older steps weighing less).
+// A per-token acceptance estimate from verify steps, older ones weighing less; before
+// any, 1/2 worth two drafts.
 struct AcceptanceEstimate {
   double accepted = 1, tried = 2;
   void record(int32_t drafted, int32_t accepted_now);
   double rate() const { return accepted / tried; }
+  // This estimate's rate, worth two drafts: where a new sequence starts.
+  AcceptanceEstimate prior() const { return {2 * rate(), 2}; }
 };
 
 }  // namespace tps

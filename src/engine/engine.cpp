@@ -127,6 +127,8 @@ void Engine::loop() {
       if (stop_) return;
       wake_ = false;
       for (auto& a : inbox_) {
+        // A new sequence starts from what this drafter has done for the others.
+        a->acceptance = acceptance_.prior();
         scheduler_.enqueue(a.get());
         active_.push_back(std::move(a));
       }
@@ -190,6 +192,8 @@ double Engine::propose_drafts() {
     if (static_cast<int32_t>(drafts.size()) < config_.speculative.draft_min) continue;
     a->tokens.insert(a->tokens.end(), drafts.begin(), drafts.end());
     a->drafted = static_cast<int32_t>(drafts.size());
+    // The lookups are the n-gram drafter's one round.
+    if (config_.speculative.mode == SpecMode::kNgram) draft_rounds_ = 1;
   }
   return now_seconds() - t0;
 }
@@ -413,6 +417,7 @@ void Engine::verify(Active& a, float* logits, int32_t logit_rows, std::vector<st
   }
   if (k > 0) {
     a.acceptance.record(k, accepted);
+    acceptance_.record(k, accepted);
     a.draft_computed = std::min(a.draft_computed, static_cast<int32_t>(first_draft) + accepted);
     std::lock_guard lock(stats_mutex_);
     stats_.speculative.add_step(k, accepted);

@@ -94,6 +94,7 @@ class Engine {
   std::vector<int32_t> eog_ids_;
   std::function<void(const StepInfo&)> observer_;
   DraftLength draft_length_;
+  AcceptanceEstimate acceptance_;  // over every sequence
   int32_t draft_rounds_ = 0;  // of the current step
 
   std::mutex mutex_;  // guards inbox_, stop_, wake_, queued_
