@@ -6,9 +6,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -19,6 +17,7 @@
 #include "bench/bench_roofs.h"
 #include "bench/bench_runner.h"
 #include "cli/command.h"
+#include "cli/text_file.h"
 #include "cli/speculative_options.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
@@ -49,14 +48,6 @@ struct BenchArgs {
   std::string prompt_file;
   SpeculativeArgs speculative;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open the prompt file '{}'", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // One status line on stderr, rewritten in place on a terminal; silent otherwise.
 class ProgressLine {

@@ -1,12 +1,11 @@
 // tps run: generate text from a GGUF model, streaming, then report TTFT, prefill and
 // decode speed and inter-token latency. One request on the same engine as tps serve.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/text_file.h"
 #include "core/error.h"
 #include "engine/generation.h"
 #include "engine/model_runner.h"
@@ -69,16 +68,8 @@ nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t cont
           {"tokens", r.tokens}};
 }
 
-std::string read_prompt_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot open the prompt file '{}'", path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 int run(RunArgs a) {
-  if (!a.prompt_file.empty()) a.prompt = read_prompt_file(a.prompt_file);
+  if (!a.prompt_file.empty()) a.prompt = read_text_file(a.prompt_file);
   auto model = Model::load(a.model);
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
   std::string note;

@@ -1,10 +1,9 @@
 // `tps tokenize`: the token ids (or pieces) a model's vocabulary gives for a text.
 // Works on vocabulary-only GGUFs too: only the tokenizer.ggml.* metadata is read.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "cli/command.h"
+#include "cli/text_file.h"
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "tokenizer/tokenizer.h"
@@ -20,14 +19,6 @@ struct TokenizeOptions {
   bool no_bos = false;
   bool parse_special = false;
 };
-
-std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) fail("cannot read '{}'", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 // Vocabulary strings can hold control bytes and partial UTF-8: escape those bytes.
 std::string printable(const std::string& text) {

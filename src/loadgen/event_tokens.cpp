@@ -17,7 +17,7 @@ void settle_event_tokens(RequestRecord& r, TokenCounter* exact_counter) {
     r.event_tokens_source = "tokenizer";
     return;
   }
-  if (r.output_tokens <= 0) return;
+  if (r.output_tokens_source != "usage" || r.output_tokens <= 0) return;  // no total to split
   // Cumulative shares rounded, so the events' counts add up to the total.
   const double per_byte = static_cast<double>(r.output_tokens) / static_cast<double>(r.output_text.size());
   int64_t given = 0;

@@ -145,7 +145,7 @@ TEST(LoadRunner, RecountsOutputsWithAnExactTokenizerWhenTheServerGivesNoUsage) {
   EXPECT_EQ(result.points[0].summary.assumed_event_counts_off, 0);
 }
 
-TEST(LoadRunner, WarnsWhenUsageShowsEventsCarriedSeveralTokensItCannotPlace) {
+TEST(LoadRunner, SplitsAFinalUsageOverItsEventsByTextLengthWithoutATokenizer) {
   ScriptedServer server([](const nlohmann::json&, int64_t) {
     ScriptedResponse r = known_schedule();
     r.per_event_usage = false;  // only the final usage: 6 tokens in 4 text events
@@ -155,8 +155,11 @@ TEST(LoadRunner, WarnsWhenUsageShowsEventsCarriedSeveralTokensItCannotPlace) {
   const RequestRecord& r = result.points[0].records[0];
   EXPECT_EQ(r.output_tokens, 6);
   EXPECT_EQ(r.output_tokens_source, "usage");
-  EXPECT_EQ(r.event_tokens_source, "events");
-  EXPECT_EQ(result.points[0].summary.assumed_event_counts_off, 1);
+  EXPECT_EQ(r.event_tokens_source, "text_length");
+  int64_t placed = 0;
+  for (const auto& a : r.arrivals) placed += a.tokens;
+  EXPECT_EQ(placed, 6);
+  EXPECT_EQ(result.points[0].summary.assumed_event_counts_off, 0);
 }
 
 TEST(LoadRunner, CountsHttpErrorsAndDroppedConnectionsAsFailures) {
