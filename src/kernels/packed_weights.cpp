@@ -110,38 +110,34 @@ const PanelLayout* panel_layout(GgmlType t) {
 }
 
 // Q4_0 and Q8_0 panels are the GGUF bytes rearranged (Q8_0 codes offset by 128), so
-// they are copied without decoding: fast enough to pack at load or on the fly.
-void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+// they are copied without decoding: fast enough to pack at load or on the fly. Each
+// block's 4-byte code groups k of row r go to bytes 64 k + 4 r; its f16 d to the scales.
+template <typename Block, int kGroups, uint32_t kFlip>
+void pack_panel_copied(const PanelLayout& layout, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const int64_t nblocks = w.cols / kQk;
-  for (int64_t b = 0; b < nblocks; ++b, dst += kQ4_0.unit_bytes()) {
-    std::memset(dst, 0, kQ4_0.unit_bytes());
-    auto* codes = dst + kQ4_0.code_offset(b);
-    auto* scales = dst + kQ4_0.scale_offset(b);
+  for (int64_t b = 0; b < nblocks; ++b, dst += layout.unit_bytes()) {
+    std::memset(dst, 0, layout.unit_bytes());
+    auto* codes = dst + layout.code_offset(b);
+    auto* scales = dst + layout.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-      const auto& q = reinterpret_cast<const BlockQ4_0*>(w.data + (g * kPanelRows + r) * rb)[b];
-      for (int k = 0; k < 4; ++k) std::memcpy(codes + 64 * k + 4 * r, q.qs + 4 * k, 4);
-      std::memcpy(scales + 2 * r, &q.d, 2);
-    }
-  }
-}
-
-void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
-  const int64_t nblocks = w.cols / kQk;
-  for (int64_t b = 0; b < nblocks; ++b, dst += kQ8_0.unit_bytes()) {
-    std::memset(dst, 0, kQ8_0.unit_bytes());
-    auto* codes = dst + kQ8_0.code_offset(b);
-    auto* scales = dst + kQ8_0.scale_offset(b);
-    for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
-      const auto& q = reinterpret_cast<const BlockQ8_0*>(w.data + (g * kPanelRows + r) * rb)[b];
-      for (int k = 0; k < 8; ++k) {
+      const auto& q = reinterpret_cast<const Block*>(w.data + (g * kPanelRows + r) * rb)[b];
+      for (int k = 0; k < kGroups; ++k) {
         uint32_t v;
         std::memcpy(&v, q.qs + 4 * k, 4);
-        v ^= 0x80808080u;  // int8 q -> unsigned code q + 128
+        v ^= kFlip;
         std::memcpy(codes + 64 * k + 4 * r, &v, 4);
       }
       std::memcpy(scales + 2 * r, &q.d, 2);
     }
   }
+}
+
+void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  pack_panel_copied<BlockQ4_0, 4, 0>(kQ4_0, w, rb, g, dst);
+}
+
+void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  pack_panel_copied<BlockQ8_0, 8, 0x80808080u>(kQ8_0, w, rb, g, dst);  // int8 q -> unsigned code q + 128
 }
 
 // Writes row r's codes of one block into the panel's code vectors.
