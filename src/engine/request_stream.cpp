@@ -1,5 +1,6 @@
 #include "engine/request_stream.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "core/timer.h"
@@ -12,7 +13,9 @@ bool RequestStream::wait(std::vector<GeneratedToken>& out, double deadline) {
     if (!pending_.empty() || reason_ != FinishReason::kNone) break;
     double left = deadline - now_seconds();
     if (left <= 0) return false;
-    cv_.wait_for(lock, std::chrono::duration<double>(left));
+    // At most an hour a wait: a far deadline (or infinity) would overflow the clock's
+    // conversion inside wait_for and return at once, spinning.
+    cv_.wait_for(lock, std::chrono::duration<double>(std::min(left, 3600.0)));
   }
   for (auto& t : pending_) out.push_back(std::move(t));
   pending_.clear();
