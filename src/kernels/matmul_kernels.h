@@ -14,6 +14,22 @@
 
 namespace tps {
 
+// What a kernel shape (Shape<...> of each ISA's tiles) names instead of positional
+// booleans: a block's bias, a fixed zero point or one per (row, block) (Q4_1, Q5_1 and
+// the K-quants); and its scales, f16 per block or K-quant codes under a super-block
+// header of d and dmin (Q4_K, Q5_K).
+enum class Bias : bool { kZeroPoint, kPerBlock };
+enum class Scales : bool { kF16, kKQuant };
+// The PanelLayout a kernel shape reads (its zero point plays no part in the sizes).
+constexpr PanelLayout shape_layout(int code_bits, int block, Bias bias, Scales scales, int stored_bits) {
+  return {.code_bits = code_bits,
+          .block = block,
+          .has_bias = bias == Bias::kPerBlock,
+          .k_scales = scales == Scales::kKQuant,
+          .stored_bits = stored_bits,
+          .i8_scales = block == 16};  // blocks of 16 are Q6_K's, with i8 scales
+}
+
 // Where one token's quantized activations go: block b (of 32) of its codes at
 // q + 32 b stride, its scale at d[b stride], and per 16 or 32 elements the sums the
 // weights' zero points need, also `stride` apart.

@@ -13,14 +13,14 @@ namespace tps {
 
 namespace {
 
-constexpr PanelLayout kQ4_0{4, 32, false, 8};
-constexpr PanelLayout kQ4_1{4, 32, true, 0};
-constexpr PanelLayout kQ5_0{8, 32, false, 16, false, 5};
-constexpr PanelLayout kQ5_1{8, 32, true, 0, false, 5};
-constexpr PanelLayout kQ8_0{8, 32, false, 128};
-constexpr PanelLayout kQ4_K{4, 32, true, 0, true};
-constexpr PanelLayout kQ5_K{8, 32, true, 0, true, 5};
-constexpr PanelLayout kQ6_K{8, 16, false, 32, false, 6, true};
+constexpr PanelLayout kQ4_0{.code_bits = 4, .block = 32, .offset = 8};
+constexpr PanelLayout kQ4_1{.code_bits = 4, .block = 32, .has_bias = true};
+constexpr PanelLayout kQ5_0{.code_bits = 8, .block = 32, .offset = 16, .stored_bits = 5};
+constexpr PanelLayout kQ5_1{.code_bits = 8, .block = 32, .has_bias = true, .stored_bits = 5};
+constexpr PanelLayout kQ8_0{.code_bits = 8, .block = 32, .offset = 128};
+constexpr PanelLayout kQ4_K{.code_bits = 4, .block = 32, .has_bias = true, .k_scales = true};
+constexpr PanelLayout kQ5_K{.code_bits = 8, .block = 32, .has_bias = true, .k_scales = true, .stored_bits = 5};
+constexpr PanelLayout kQ6_K{.code_bits = 8, .block = 16, .offset = 32, .stored_bits = 6, .i8_scales = true};
 
 // One panel block of one row: codes (unsigned), scale and bias, value = s * code + m
 // (the K-quants' scales go to the panel as codes: s and m stay unset).
