@@ -43,7 +43,9 @@ struct Q8Token {
 
   // Block b's scale d and sums, from the sums s0, s1 of its first and second 16 codes
   // (the SIMD quantizers' common tail; the scalar reference spells it out on its own).
-  void set_block(int64_t b, float d_b, int s0, int s1, int zero_point) const {
+  // (always inlined, like every member here: an out-of-line copy compiled in an ISA's
+  // file could be the one the linker keeps for all; scripts/check_isa_objects.sh)
+  [[gnu::always_inline]] void set_block(int64_t b, float d_b, int s0, int s1, int zero_point) const {
     d[b * stride] = d_b;
     sum32[b * stride] = d_b * static_cast<float>(s0 + s1);
     zero16[2 * b * stride] = -zero_point * s0;
@@ -70,10 +72,10 @@ struct Q8Activations {
   int32_t* zero16 = nullptr;
   int32_t* zero32 = nullptr;
 
-  int64_t group_start(int64_t t) const { return t - t % kGroup; }
-  int64_t group_size(int64_t t) const { return std::min(kGroup, n_tokens - group_start(t)); }
+  [[gnu::always_inline]] int64_t group_start(int64_t t) const { return t - t % kGroup; }
+  [[gnu::always_inline]] int64_t group_size(int64_t t) const { return std::min(kGroup, n_tokens - group_start(t)); }
   // Token t's places in the group layout.
-  Q8Token token(int64_t t) const {
+  [[gnu::always_inline]] Q8Token token(int64_t t) const {
     const int64_t g0 = group_start(t), j = t - g0, nb32 = cols / 32, nb16 = cols / 16;
     return {q + g0 * cols + 32 * j, d + g0 * nb32 + j, sum32 + g0 * nb32 + j, zero16 + g0 * nb16 + j,
             zero32 + g0 * nb32 + j, group_size(t)};
