@@ -169,9 +169,9 @@ size_t run_two_panels(benchmark::State& state, GgmlType type, int64_t tokens) {
   const QuantizedTokens x(*k, tokens, kPanelBenchCols, layout.offset);
   std::vector<float> y(static_cast<size_t>(tokens * 2 * kPanelRows));
   // The panels as the kernel reads them: compact ones widened first, as the driver does.
-  const size_t panel_bytes = layout.group_bytes(kPanelBenchCols);
+  const size_t panel_bytes = layout.wide_panel_bytes(kPanelBenchCols);
   std::vector<uint8_t> wide(m.packed.compact() ? 2 * panel_bytes : 0);
-  const uint8_t* panel[2] = {m.packed.group(0), m.packed.group(1)};
+  const uint8_t* panel[2] = {m.packed.panel(0), m.packed.panel(1)};
   for (size_t i = 0; i < wide.size() / panel_bytes; ++i) {
     k->widen_panel(layout, panel[i], kPanelBenchCols, &wide[i * panel_bytes]);
     panel[i] = &wide[i * panel_bytes];
@@ -217,7 +217,7 @@ void BM_FloatPanelTile(benchmark::State& state, GgmlType type) {
   std::vector<float> xt(kTokens * kCols, 0.5f), y(kTokens * 2 * kPanelRows);
   const InterleavedTokens a{xt.data(), kTokens, kTokens, 0};
   for (auto _ : state) {
-    k->float_panels(type, m.packed.group(0), m.packed.group(1), kCols, a, y.data(), 2 * kPanelRows, 0, kPanelRows);
+    k->float_panels(type, m.packed.panel(0), m.packed.panel(1), kCols, a, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.counters["op/s"] =

@@ -44,8 +44,8 @@ void check_shape(const WeightMatrix& w) {
     fail("matmul: packed weights do not match the {}x{} {} matrix", w.rows, w.cols, type_name(w.type));
 }
 
-// fn(u0, u1, thread) over ranges of [0, total) units (16-row panels) that threads take
-// guided, long ones first, as they become free. Ranges start and end at even units
+// fn(u0, u1, thread) over ranges of [0, total) 16-row panels that threads take
+// guided, long ones first, as they become free. Ranges start and end at even panels
 // (but at total): the kernels take panels in pairs, and a panel left over goes through
 // a slower one-panel tile.
 template <typename F>
@@ -86,17 +86,17 @@ uint8_t* panel_scratch(std::vector<uint8_t>& v, size_t n) {
   return p + (64 - reinterpret_cast<uintptr_t>(p) % 64) % 64;
 }
 
-// The matrices of one matmul_parts() call as one sequence of work units (16-row panels),
+// The matrices of one matmul_parts() call as one sequence of 16-row panels,
 // which threads share in one parallel region.
-class PartUnits {
+class PartPanels {
  public:
   struct Part {
     WeightMatrix w;
     float* y;
-    int64_t first_unit;
+    int64_t first_panel;
   };
 
-  explicit PartUnits(std::initializer_list<MatmulPart> parts) {
+  explicit PartPanels(std::initializer_list<MatmulPart> parts) {
     for (const MatmulPart& p : parts) {
       parts_[n_] = {with_row_bytes(*p.w), p.y, total_};
       total_ += (p.w->rows + kPanelRows - 1) / kPanelRows;
@@ -106,14 +106,14 @@ class PartUnits {
   int64_t total() const { return total_; }
   const WeightMatrix& first() const { return parts_[0].w; }
 
-  // fn(part, first unit, end unit) for each part's share of units [u0, u1).
+  // fn(part, first panel, end panel) for each part's share of panels [u0, u1).
   template <typename F>
   void split(int64_t u0, int64_t u1, F&& fn) const {
     for (size_t i = 0; i < n_; ++i) {
       const Part& p = parts_[i];
-      int64_t end = i + 1 < n_ ? parts_[i + 1].first_unit : total_;
-      int64_t b = std::max(u0, p.first_unit), e = std::min(u1, end);
-      if (b < e) fn(p, b - p.first_unit, e - p.first_unit);
+      int64_t end = i + 1 < n_ ? parts_[i + 1].first_panel : total_;
+      int64_t b = std::max(u0, p.first_panel), e = std::min(u1, end);
+      if (b < e) fn(p, b - p.first_panel, e - p.first_panel);
     }
   }
 
@@ -123,8 +123,8 @@ class PartUnits {
   int64_t total_ = 0;
 };
 
-void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens, ThreadPool& pool) {
-  const WeightMatrix& w0 = units.first();
+void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  const WeightMatrix& w0 = panels.first();
   // Tokens in chunks that meet stretches of panels in turn (see below); unpacked
   // weights are packed pair by pair here, once per call, so then all form one chunk.
   const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
@@ -167,30 +167,30 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
   // then serve two panels, and two memory streams keep more reads in flight than one
   // (measured on TinyLlama's Q4_0 matrices in a row, 2 threads, one token: 11-20 %
   // more bandwidth).
-  const size_t group_bytes = layout.group_bytes(cols);
+  const size_t panel_size = layout.wide_panel_bytes(cols);
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
-  const int64_t stretch = n_tokens > chunk ? stretch_panels(group_bytes) : units.total();
-  for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
+  const int64_t stretch = n_tokens > chunk ? stretch_panels(panel_size) : panels.total();
+  for_panel_ranges(pool, panels.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer, stretch_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       const int64_t s1 = std::min(u1, s0 + stretch);
-      uint8_t* wide_stretch = widen ? panel_scratch(stretch_buffer, static_cast<size_t>(s1 - s0) * group_bytes) : nullptr;
-      auto in_stretch = [&](const PartUnits::Part& p, int64_t g) {
-        return wide_stretch + static_cast<size_t>(p.first_unit + g - s0) * group_bytes;
+      uint8_t* wide_stretch = widen ? panel_scratch(stretch_buffer, static_cast<size_t>(s1 - s0) * panel_size) : nullptr;
+      auto in_stretch = [&](const PartPanels::Part& p, int64_t g) {
+        return wide_stretch + static_cast<size_t>(p.first_panel + g - s0) * panel_size;
       };
       if (widen)
-        units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
-          for (int64_t g = g0; g < g1; ++g) k.widen_panel(stored, p.w.packed->group(g), cols, in_stretch(p, g));
+        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; ++g) k.widen_panel(stored, p.w.packed->panel(g), cols, in_stretch(p, g));
         });
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t t1 = std::min(n_tokens, t0 + chunk);
-        units.split(s0, s1, [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
           // Panel g as the kernels read it: packed, widened, or packed here into slot 0
           // or 1 of the buffer.
           auto panel = [&](int64_t g, size_t slot) -> const uint8_t* {
             if (widen) return in_stretch(p, g);
-            if (p.w.packed != nullptr) return p.w.packed->group(g);
-            uint8_t* buf = panel_scratch(panel_buffer, 2 * group_bytes) + slot * group_bytes;
+            if (p.w.packed != nullptr) return p.w.packed->panel(g);
+            uint8_t* buf = panel_scratch(panel_buffer, 2 * panel_size) + slot * panel_size;
             pack_panel(p.w, g, buf);
             return buf;
           };
@@ -210,10 +210,10 @@ void matmul_panels(const IsaKernels& k, const PartUnits& units, const float* x, 
 // shared out as in matmul_panels: stretches that fit in L2 meet every group in turn,
 // two panels at a time (a stretch's two halves side by side: two memory streams); one
 // group of tokens needs no stretches. Unpacked weights are packed stretch by stretch.
-void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const float* x, int64_t n_tokens,
+void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                          ThreadPool& pool) {
   constexpr int64_t kGroup = InterleavedTokens::kFloatGroup;
-  const WeightMatrix& w0 = units.first();
+  const WeightMatrix& w0 = panels.first();
   const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup;
   const float* xt = x;  // one token is its own interleaving
   if (n_tokens > 1) {
@@ -230,14 +230,14 @@ void matmul_float_panels(const IsaKernels& k, const PartUnits& units, const floa
   }
   const bool packed = w0.packed != nullptr;
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
-  const int64_t stretch = n_tokens > kGroup || !packed ? stretch_panels(panel_bytes) : units.total();
-  for_panel_ranges(pool, units.total(), [&](int64_t u0, int64_t u1, int) {
+  const int64_t stretch = n_tokens > kGroup || !packed ? stretch_panels(panel_bytes) : panels.total();
+  for_panel_ranges(pool, panels.total(), [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
-      units.split(s0, std::min(u1, s0 + stretch), [&](const PartUnits::Part& p, int64_t g0, int64_t g1) {
+      panels.split(s0, std::min(u1, s0 + stretch), [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
         const uint8_t* first = nullptr;  // panel g0, the others after it
         if (packed) {
-          first = p.w.packed->group(g0);
+          first = p.w.packed->panel(g0);
         } else {
           uint8_t* buf = panel_scratch(panel_buffer, static_cast<size_t>(g1 - g0) * panel_bytes);
           for (int64_t g = g0; g < g1; ++g) pack_panel(p.w, g, buf + static_cast<size_t>(g - g0) * panel_bytes);
@@ -288,9 +288,9 @@ void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> pa
       else matmul_parts_with(k, {p}, x, n_tokens, pool);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
-    matmul_panels(*k, PartUnits(parts), x, n_tokens, pool);
+    matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);
   } else {
-    matmul_float_panels(*k, PartUnits(parts), x, n_tokens, pool);
+    matmul_float_panels(*k, PartPanels(parts), x, n_tokens, pool);
   }
 }
 

@@ -106,7 +106,7 @@ struct IsaKernels {
   void (*float_panels)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
                        const InterleavedTokens& a, float* y, int64_t rows, int64_t r0, int64_t r1);
   // A compact panel of layout L (L.compact()) of `cols` columns at src into the wide
-  // one `panels` reads (L.group_bytes(cols) bytes at dst).
+  // one `panels` reads (L.wide_panel_bytes(cols) bytes at dst).
   void (*widen_panel)(const PanelLayout& L, const uint8_t* src, int64_t cols, uint8_t* dst);
 };
 

@@ -112,7 +112,7 @@ const PanelLayout* panel_layout(GgmlType t) {
 // Q4_0 and Q8_0 panels are the GGUF bytes rearranged (Q8_0 codes offset by 128), so
 // they are copied without decoding: fast enough to pack at load or on the fly. Each
 // block's 4-byte code groups k of row r go to bytes 64 k + 4 r; its f16 d to the scales.
-template <typename Block, int kGroups, uint32_t kFlip>
+template <typename Block, int kDotSteps, uint32_t kFlip>
 void pack_panel_copied(const PanelLayout& layout, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const int64_t nblocks = w.cols / kQk;
   for (int64_t b = 0; b < nblocks; ++b, dst += layout.unit_bytes()) {
@@ -121,7 +121,7 @@ void pack_panel_copied(const PanelLayout& layout, const WeightMatrix& w, size_t 
     auto* scales = dst + layout.scale_offset(b);
     for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
       const auto& q = reinterpret_cast<const Block*>(w.data + (g * kPanelRows + r) * rb)[b];
-      for (int k = 0; k < kGroups; ++k) {
+      for (int k = 0; k < kDotSteps; ++k) {
         uint32_t v;
         std::memcpy(&v, q.qs + 4 * k, 4);
         v ^= kFlip;
@@ -161,7 +161,7 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
                              : w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K)
                                                          : sizeof(BlockQ4_K);
   const int64_t blocks = w.cols / L.block, blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
-  std::memset(dst, 0, L.group_bytes(w.cols));
+  std::memset(dst, 0, L.wide_panel_bytes(w.cols));
   DecodedBlock dec;
   for (int r = 0; r < kPanelRows && g * kPanelRows + r < w.rows; ++r) {
     const uint8_t* row = w.data + (g * kPanelRows + r) * rb;
@@ -229,7 +229,7 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
 void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst) {
   const int groups = L.block / 4, half = groups / 2, high_bits = L.stored_bits - 4;
   const int64_t blocks = cols / L.block, units = blocks / L.unit_blocks();
-  std::memset(dst, 0, L.stored_group_bytes(cols));
+  std::memset(dst, 0, L.stored_panel_bytes(cols));
   if (L.super_headers())
     for (int64_t s = 0; s < units / PanelLayout::kSuperUnits; ++s)
       std::memcpy(dst + L.stored_super_header(s), wide + L.super_header(s), PanelLayout::kSuperHeader);
@@ -251,7 +251,7 @@ namespace {
 
 size_t panel_bytes(const WeightMatrix& w) {
   const PanelLayout* layout = panel_layout(w.type);
-  return layout != nullptr ? layout->stored_group_bytes(w.cols) : float_panel_bytes(w.type, w.cols);
+  return layout != nullptr ? layout->stored_panel_bytes(w.cols) : float_panel_bytes(w.type, w.cols);
 }
 
 }  // namespace
@@ -270,12 +270,12 @@ PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPo
   p.rows_ = w.rows;
   p.cols_ = w.cols;
   p.layout_ = panel_layout(w.type);
-  p.group_bytes_ = panel_bytes(w);
+  p.panel_bytes_ = panel_bytes(w);
   p.data_ = memory;
   auto pack_range = [&](int64_t g0, int64_t g1, int) {
-    std::vector<uint8_t> wide(p.compact() ? p.layout_->group_bytes(w.cols) : 0);
+    std::vector<uint8_t> wide(p.compact() ? p.layout_->wide_panel_bytes(w.cols) : 0);
     for (int64_t g = g0; g < g1; ++g) {
-      uint8_t* dst = memory + static_cast<size_t>(g) * p.group_bytes_;
+      uint8_t* dst = memory + static_cast<size_t>(g) * p.panel_bytes_;
       if (!p.compact()) {
         pack_panel(w, g, dst);
       } else {

@@ -100,8 +100,8 @@ struct PanelLayout {
   }
   // One panel of 16 rows of `cols` elements as the kernels read it, and as kept in
   // memory: whole numbers of cache lines.
-  constexpr size_t group_bytes(int64_t cols) const { return panel_bytes(cols, unit_bytes()); }
-  constexpr size_t stored_group_bytes(int64_t cols) const { return panel_bytes(cols, stored_unit_bytes()); }
+  constexpr size_t wide_panel_bytes(int64_t cols) const { return panel_bytes(cols, unit_bytes()); }
+  constexpr size_t stored_panel_bytes(int64_t cols) const { return panel_bytes(cols, stored_unit_bytes()); }
   // Where block b's codes, unit u's scales and super-block s's header start within a
   // panel, wide and as stored (the kernels walk a panel instead).
   constexpr size_t block_codes(int64_t b) const { return codes_at(b, unit_bytes(), code_bytes()); }
@@ -146,9 +146,9 @@ class PackedWeights {
   int64_t cols() const { return cols_; }
   const PanelLayout& layout() const { return *layout_; }  // quantized types only
   bool compact() const { return layout_ != nullptr && layout_->compact(); }
-  size_t group_bytes() const { return group_bytes_; }  // one panel of 16 rows, as stored
-  const uint8_t* group(int64_t g) const { return data_ + static_cast<size_t>(g) * group_bytes_; }
-  size_t bytes() const { return group_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
+  size_t panel_bytes() const { return panel_bytes_; }  // one panel of 16 rows, as stored
+  const uint8_t* panel(int64_t g) const { return data_ + static_cast<size_t>(g) * panel_bytes_; }
+  size_t bytes() const { return panel_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
 
  private:
   friend PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool);
@@ -158,7 +158,7 @@ class PackedWeights {
   GgmlType type_ = GgmlType::kF32;
   int64_t rows_ = 0, cols_ = 0;
   const PanelLayout* layout_ = nullptr;  // nullptr: float panels
-  size_t group_bytes_ = 0;
+  size_t panel_bytes_ = 0;
 };
 
 // Bytes of w's packed form.
@@ -175,12 +175,12 @@ PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPo
 PackedWeights pack_weights(const WeightMatrix& w, ThreadPool* pool = nullptr);
 
 // Packs rows [16 g, 16 g + 16) of w (zero rows past the end) into dst, which holds
-// one panel's bytes (layout.group_bytes(w.cols), or float_panel_bytes), wide: as the
+// one panel's bytes (layout.wide_panel_bytes(w.cols), or float_panel_bytes), wide: as the
 // kernels read it.
 void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst);
 
 // A wide panel of a compact layout (L.compact()) of `cols` columns in its compact form
-// (L.stored_group_bytes(cols) bytes at dst); IsaKernels::widen_panel undoes it.
+// (L.stored_panel_bytes(cols) bytes at dst); IsaKernels::widen_panel undoes it.
 void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint8_t* dst);
 
 }  // namespace tps

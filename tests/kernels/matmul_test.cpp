@@ -271,8 +271,8 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
     const PanelLayout* layout = panel_layout(type);
     if (layout == nullptr) continue;
     for (int64_t cols : {256, 768, 2048}) {
-      EXPECT_EQ(layout->group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
-      EXPECT_EQ(layout->stored_group_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
+      EXPECT_EQ(layout->wide_panel_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
+      EXPECT_EQ(layout->stored_panel_bytes(cols) % 64, 0u) << type_name(type) << ", " << cols;
       size_t offset = 0, stored = 0;
       for (int64_t u = 0; u < cols / layout->block / layout->unit_blocks(); ++u) {
         if (layout->super_headers() && u % PanelLayout::kSuperUnits == 0) {
@@ -305,19 +305,19 @@ TEST(PackWeights, CompactPanelsWidenToTheWidePanels) {
     if (layout == nullptr || !layout->compact()) continue;
     ++compact_types;
     const double file_bits = 8.0 * static_cast<double>(row_bytes(type, cols)) / static_cast<double>(cols);
-    const double stored_bits = 8.0 * static_cast<double>(layout->stored_group_bytes(cols)) / (kPanelRows * cols);
+    const double stored_bits = 8.0 * static_cast<double>(layout->stored_panel_bytes(cols)) / (kPanelRows * cols);
     EXPECT_LE(stored_bits, file_bits + 0.13) << type_name(type);
-    EXPECT_LT(stored_bits, 8.0 * static_cast<double>(layout->group_bytes(cols)) / (kPanelRows * cols)) << type_name(type);
+    EXPECT_LT(stored_bits, 8.0 * static_cast<double>(layout->wide_panel_bytes(cols)) / (kPanelRows * cols)) << type_name(type);
     const auto m = random_matrix(type, rows, cols, 21, pool);
     ASSERT_TRUE(m->packed.compact()) << type_name(type);
-    ASSERT_EQ(m->packed.group_bytes(), layout->stored_group_bytes(cols));
+    ASSERT_EQ(m->packed.panel_bytes(), layout->stored_panel_bytes(cols));
     for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx}) {
       if (!cpu_supports(isa)) continue;
       const IsaKernels* k = kernels_for(isa);
       for (int64_t g = 0; g < 2; ++g) {
-        std::vector<uint8_t> want(layout->group_bytes(cols)), got(want.size());
+        std::vector<uint8_t> want(layout->wide_panel_bytes(cols)), got(want.size());
         pack_panel(m->w, g, want.data());
-        k->widen_panel(*layout, m->packed.group(g), cols, got.data());
+        k->widen_panel(*layout, m->packed.panel(g), cols, got.data());
         ASSERT_EQ(got, want) << type_name(type) << ", " << isa_name(isa) << ", panel " << g;
       }
     }
@@ -332,10 +332,10 @@ TEST(PackWeights, FloatPanelsHoldSixteenRowsColumnByColumn) {
     for (int64_t c = 0; c < kCols; ++c) data[r * kCols + c] = static_cast<float>(100 * r + c + 1);
   PackedWeights p = pack_weights(WeightMatrix{GgmlType::kF32, kRows, kCols, reinterpret_cast<uint8_t*>(data.data()), 0});
   ASSERT_FALSE(p.empty());
-  EXPECT_EQ(p.group_bytes(), float_panel_bytes(GgmlType::kF32, kCols));
-  EXPECT_EQ(p.group_bytes() % 64, 0u);
+  EXPECT_EQ(p.panel_bytes(), float_panel_bytes(GgmlType::kF32, kCols));
+  EXPECT_EQ(p.panel_bytes() % 64, 0u);
   for (int64_t g = 0; g < 2; ++g) {
-    const auto* panel = reinterpret_cast<const float*>(p.group(g));
+    const auto* panel = reinterpret_cast<const float*>(p.panel(g));
     for (int64_t c = 0; c < kCols; ++c)
       for (int64_t i = 0; i < kPanelRows; ++i) {
         const int64_t r = g * kPanelRows + i;
