@@ -54,6 +54,19 @@ namespace tps {
 
 constexpr int kPanelRows = 16;
 
+// Where a compact block keeps code vector g's bits 4.. (stored_bits - 4 of them per code):
+// at bits (stored_bits - 4) g.. of each byte of the block's high-bit vector. Every
+// unpacker (each ISA's tiles, and the widening) moves them to bit 4 and masks them
+// with these, so the format is defined here once.
+struct CompactHighBits {
+  int stored_bits;
+  constexpr int bits() const { return stored_bits - 4; }
+  // The left shift that brings code vector g's high bits to bit 4 (negative: right).
+  constexpr int shift_to_bit4(int g) const { return 4 - bits() * g; }
+  // Those bits at bit 4, with whatever a 16-bit shift moved across bytes cleared.
+  constexpr uint8_t mask_at_bit4() const { return static_cast<uint8_t>(((1 << bits()) - 1) << 4); }
+};
+
 struct PanelLayout {
   static constexpr int kSuperUnits = 8;       // units per super-block (256 elements)
   static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin (or zeros)
