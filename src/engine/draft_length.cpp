@@ -74,8 +74,7 @@ int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptanc
     const int32_t k = config_.draft_min;
     const double base = forward_seconds(base_rows);
     const double extra = (forward_seconds(base_rows + n * k) - base + draft_round_s_ * k) / base;
-    const auto every =
-        static_cast<int64_t>(std::clamp<double>(std::ceil(extra / kProbeCost), kProbeEvery, kProbeAtLeastEvery));
+    const auto every = static_cast<int64_t>(std::max<double>(kProbeEvery, std::ceil(extra / kProbeCost)));
     if (++since_probe_ >= every) best = k;
   }
   if (best > 0) since_probe_ = 0;

@@ -6,7 +6,9 @@
 // second over the whole batch; with a large batch (rows cost more) or a poor drafter
 // it is 0. Then some steps still draft draft_min tokens, so the estimates follow the
 // text: every kProbeEvery-th step, or fewer where a probe costs more than kProbeCost
-// of the time, but at least every kProbeAtLeastEvery-th. With draft_min == draft_max the length is fixed: every step drafts it.
+// of the time. A draft model's probe includes catching the draft up on every token
+// since the last one (prefill, compute-bound), so a draft that does not pay is probed
+// ever less often: keeping it in step would cost more than the bound. With draft_min == draft_max the length is fixed: every step drafts it.
 #include <cstdint>
 #include <span>
 
@@ -18,7 +20,6 @@ class DraftLength {
  public:
   static constexpr int kProbeEvery = 8;
   static constexpr double kProbeCost = 0.02;
-  static constexpr int kProbeAtLeastEvery = 32;
 
   explicit DraftLength(const SpeculativeConfig& config) : config_(config) {}
 
