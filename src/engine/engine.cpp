@@ -166,7 +166,9 @@ double Engine::propose_drafts() {
   draft_rounds_ = 0;
   if (config_.speculative.mode == SpecMode::kOff) return 0;
   const double t0 = now_seconds();
-  std::vector<Active*> candidates;
+  // Candidates and the drafts each has room for before its token limit or the context
+  // (the bonus token takes the last place).
+  std::vector<std::pair<Active*, int32_t>> candidates;
   std::vector<double> acceptance;
   int32_t base_rows = 0;
   for (Sequence* s : scheduler_.running()) {
@@ -175,13 +177,12 @@ double Engine::propose_drafts() {
     const bool decoding = a->pending() == 1 && a->generated() > 0;
     const int32_t room = std::min(a->request.max_tokens - a->generated(), context_ - static_cast<int32_t>(a->tokens.size())) - 1;
     if (!decoding || !a->speculates(config_) || room < config_.speculative.draft_min) continue;
-    candidates.push_back(a);
+    candidates.emplace_back(a, room);
     acceptance.push_back(a->acceptance.rate());
   }
   const int32_t k = draft_length_.choose(base_rows, acceptance);
   if (k == 0) return now_seconds() - t0;
-  for (Active* a : candidates) {
-    const int32_t room = std::min(a->request.max_tokens - a->generated(), context_ - static_cast<int32_t>(a->tokens.size())) - 1;
+  for (auto [a, room] : candidates) {
     const int32_t n = std::min(k, room);
     std::vector<int32_t> drafts;
     if (config_.speculative.mode == SpecMode::kNgram) {
@@ -372,7 +373,7 @@ void Engine::step() {
     std::lock_guard lock(stats_mutex_);
     stats_.steps++;
   }
-  if (decode_rows == static_cast<int32_t>(plan.chunks.size()))
+  if (config_.speculative.mode != SpecMode::kOff && decode_rows == static_cast<int32_t>(plan.chunks.size()))
     // Drafting's time includes the draft model catching up on the tokens since it last
     // drafted: the true price of a probe after steps without drafts.
     draft_length_.record_step(plan.rows(), forward_s, draft_rounds_, draft_s);

@@ -7,7 +7,6 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
-#include "core/timer.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 
@@ -78,9 +77,7 @@ LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, i
     agree += s.top1 == s.reference_top1;
     c.steps.push_back(s);
   };
-  std::shared_ptr<RequestStream> stream = engine.submit(std::move(request));
-  std::vector<GeneratedToken> ignored;
-  while (!stream->finished()) stream->wait(ignored, now_seconds() + 60);
+  engine.submit(std::move(request))->wait_finished();
   if (c.steps.size() != golden.step_ids.size())
     fail("the engine ran {} of the reference's {} steps", c.steps.size(), golden.step_ids.size());
   c.mean_rms_rel /= c.steps.size();
