@@ -8,7 +8,7 @@ set -euo pipefail
 packages=(g++ cmake ninja-build pkg-config git
           libcpp-httplib-dev nlohmann-json3-dev libcli11-dev libfmt-dev
           libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev libxxhash-dev
-          nodejs npm)
+          nodejs npm openmpi-bin libopenmpi-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(clang libclang-rt-14-dev chromium python3)
 fi

@@ -81,10 +81,17 @@ BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roof
     return p;
   };
   const BenchCase& c = m.bench_case;
-  BenchRow row{c.test_name(), c, roofs, phase(c, m.tokens_per_s), std::nullopt, std::nullopt};
+  BenchRow row;
+  row.test = c.test_name();
+  row.bench_case = c;
+  row.roofs = roofs;
+  row.result = phase(c, m.tokens_per_s);
   if (m.breakdown) row.breakdown = breakdown_of(*m.breakdown, c, m.tokens_per_s);
   row.result.stream_gbps = m.stream_gbps;
   if (m.stream_gbps.mean > 0) row.result.mbu_stream = row.result.figures.achieved_gbps / m.stream_gbps.mean;
+  if (m.ranks > 1 && m.timed_tokens > 0 && m.timed_seconds > 0)
+    row.collective = CollectiveFigures{m.ranks, m.collective_seconds / double(m.timed_tokens),
+                                       m.collective_seconds / m.timed_seconds};
   if (c.kind == BenchKind::kBatched)
     row.prefill = phase({BenchKind::kPrefill, c.prompt, 0, c.batch, c.depth, c.threads}, m.prefill_tokens_per_s);
   return row;
@@ -175,6 +182,10 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                         {"verify_cost_ratio", s.verify_cost_ratio},
                         {"speedup", s.speedup}};
   }
+  if (r.collective)
+    j["tensor_parallel"] = {{"ranks", r.collective->ranks},
+                            {"collective_seconds_per_token", r.collective->seconds_per_token},
+                            {"collective_share", r.collective->share}};
   if (r.breakdown) {
     nlohmann::json steps = nlohmann::json::array();
     for (const BreakdownStep& s : r.breakdown->steps)
@@ -292,6 +303,10 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
         s.counts.accepted_tokens, s.counts.verify_steps, s.mean_draft_length, 100 * s.draft_share, 100 * s.verify_share,
         s.verify_cost_ratio);
   }
+  for (const auto& r : report.rows)
+    if (r.collective)
+      out += fmt::format("\n{}: split over {} ranks; collectives {:.3f} ms per token, {:.1f}% of the time\n", r.test,
+                         r.collective->ranks, 1e3 * r.collective->seconds_per_token, 100 * r.collective->share);
   out += fmt::format("\nroofs: {}; kernels: {}; {} repetitions after a warm-up, mean ± std\n", report.roofs_source,
                      report.kernels, report.repetitions);
   out += "MBU: against the profile's sustained DRAM read; MBU run: against a plain read of the same weights timed "

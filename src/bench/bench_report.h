@@ -62,6 +62,13 @@ struct SpeculativeFigures {
 SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const BenchMeasurement& plain,
                                        const std::string& drafter);
 
+// A row run split over a tensor-parallel group: the leader's time in collectives.
+struct CollectiveFigures {
+  int ranks = 1;
+  double seconds_per_token = 0;  // over the tokens the row counts (pp: prompt; else generated)
+  double share = 0;              // of the timed repetitions' wall time
+};
+
 struct BenchRow {
   std::string test;  // "pp512", "tg128", "batched"
   BenchCase bench_case;
@@ -70,6 +77,7 @@ struct BenchRow {
   std::optional<PhaseResult> prefill;  // batched: the B prompts' prefill
   std::optional<Breakdown> breakdown;  // of `result`
   std::optional<SpeculativeFigures> speculative;
+  std::optional<CollectiveFigures> collective;
 };
 
 BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs);

@@ -236,10 +236,17 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   if (breakdown) trace.emplace();
   engine.take_step_times();
   const SpeculativeCounts before = engine.speculative();
+  const TensorParallelGroup* group = model_.tensor_parallel();
+  double collective = 0, timed = 0;
+  int64_t counted = 0;
   for (int r = 0; r < repetitions; ++r) {
     if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
     progress(fmt::format("rep {}/{}", r + 1, repetitions));
+    const double start = now_seconds(), collective_at_start = group ? group->collective_seconds() : 0;
     const Timing t = run_once(c.gen, trace ? &*trace : nullptr);
+    timed += now_seconds() - start;
+    if (group) collective += group->collective_seconds() - collective_at_start;
+    counted += prefill_only ? c.tokens() : t.decode_tokens;
     switch (c.kind) {
       case BenchKind::kPrefill: main.push_back(c.tokens() / t.prefill_seconds); break;
       case BenchKind::kDecode: main.push_back(t.decode_tokens / t.decode_seconds); break;
@@ -256,6 +263,10 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   m.prefill_tokens_per_s = spread_of(std::move(prefill));
   m.stream_gbps = spread_of(std::move(stream));
   m.breakdown = trace;
+  m.ranks = group ? group->ranks() : 1;
+  m.collective_seconds = collective;
+  m.timed_seconds = timed;
+  m.timed_tokens = counted;
   m.speculative = engine.speculative();
   m.speculative.verify_steps -= before.verify_steps;
   m.speculative.drafted_tokens -= before.drafted_tokens;

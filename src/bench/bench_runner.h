@@ -39,6 +39,11 @@ struct BenchMeasurement {
   double plain_step_seconds = 0, verify_step_seconds = 0;  // their forward passes' total
   int64_t verify_rows = 0;                              // rows of the steps with drafts
   SpeculativeCounts speculative;
+  // Split over a tensor-parallel group: the ranks, and the timed repetitions' seconds in
+  // collectives (sums, gathers, the step broadcasts), wall seconds and counted tokens.
+  int ranks = 1;
+  double collective_seconds = 0, timed_seconds = 0;
+  int64_t timed_tokens = 0;
 };
 
 // How a bench case drafts: the engine's settings and, for a draft model, the model.

@@ -17,6 +17,7 @@
 #include "bench/bench_roofs.h"
 #include "bench/bench_runner.h"
 #include "cli/command.h"
+#include "cli/model_session.h"
 #include "cli/text_file.h"
 #include "cli/speculative_options.h"
 #include "core/error.h"
@@ -47,6 +48,7 @@ struct BenchArgs {
   std::string prompt;
   std::string prompt_file;
   SpeculativeArgs speculative;
+  int tp = 1;
 };
 
 // One status line on stderr, rewritten in place on a terminal; silent otherwise.
@@ -94,20 +96,24 @@ int run_bench(const BenchArgs& a) {
   auto status = [&](const std::string& s) { progress.show(s); };
   std::string path = a.model;
   std::string preset;
+  // Every rank would write the same synthesized file at once.
+  if (a.tp > 1 && path.empty()) fail("--tp needs -m FILE (make one with tps synth)");
   if (path.empty()) {
     ThreadPool pool(max_threads);
     path = cached_synth_model(a.preset, a.type, a.seed, pool, status);
     preset = a.preset;
   }
   status("loading " + path);
-  auto model = Model::load(path);
+  ModelSession session(path, a.tp);
+  if (session.follower()) return session.follow();
+  Model* model = &session.model();
   BenchReport report;
   report.model = describe_model(model->gguf(), model->config());
   report.model.preset = preset;
   report.repetitions = a.repetitions;
   report.created = utc_now_iso8601();
   ModelCost cost = model_cost(model->gguf(), model->config());
-  LoadedProfile profile = find_or_probe_profile(a.profile, max_threads, status);
+  LoadedProfile profile = find_or_probe_profile(a.profile, max_threads * a.tp, status);
   report.profile = profile_to_json(profile.profile);
   report.roofs_source = profile.source;
   report.kernels = isa_name(active_isa());
@@ -132,7 +138,8 @@ int run_bench(const BenchArgs& a) {
       status(fmt::format("[{}/{}] {} {} threads: {}", i + 1, cases.size(), c.label(), c.threads, s));
     };
     BenchMeasurement m = runner.run(c, a.repetitions, c.threads, case_status, a.breakdown);
-    Roofs roofs = roofs_from_profile(profile.profile, c.threads, static_cast<int64_t>(cost.weight_bytes_per_step),
+    // Split over ranks on this host, the row's threads are each rank's.
+    Roofs roofs = roofs_from_profile(profile.profile, c.threads * a.tp, static_cast<int64_t>(cost.weight_bytes_per_step),
                                      compute_path(active_isa(), quantized, c.step_rows()));
     report.rows.push_back(bench_row(m, cost, roofs));
     if (spec.mode != SpecMode::kOff && c.kind != BenchKind::kPrefill) {
@@ -174,6 +181,7 @@ const CommandRegistration kBench{
       auto* prompt = sub.add_option("--prompt", a->prompt, "tg tests continue this text greedily (default: one random token)");
       sub.add_option("--prompt-file", a->prompt_file, "tg tests continue this file's text")->excludes(prompt);
       add_speculative_options(sub, a->speculative);
+      add_tensor_parallel_option(sub, a->tp);
       sub.add_flag("--breakdown", a->breakdown,
                    "also time each test's measured phase step by step (rmsnorm, qkv, attention, ...): "
                    "where the time goes, and the GB/s of each weight step (not in csv)");

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/model_session.h"
 #include "engine/logit_check.h"
 #include "kernels/matmul.h"
 
@@ -18,10 +19,13 @@ struct LogitsArgs {
   double min_top1 = -1;
   int threads = 0;
   bool json = false;
+  int tp = 1;
 };
 
 int run(const LogitsArgs& a) {
-  auto model = Model::load(a.model);
+  ModelSession session(a.model, a.tp);
+  if (session.follower()) return session.follow();
+  Model* model = &session.model();
   GoldenLogits golden = read_golden_logits(a.golden);
   LogitsComparison c = compare_with_golden(*model, golden, a.threads > 0 ? a.threads : ThreadPool::default_threads());
   LogitsTolerance tol = default_tolerance(*model);
@@ -67,6 +71,7 @@ CommandRegistration registration{
       sub.add_option("--min-top1", a->min_top1, "smallest top-1 agreement (0..1) that passes (default: by weight type)");
       sub.add_option("-t,--threads", a->threads, "threads (default: the cores available)");
       sub.add_flag("--json", a->json, "print the comparison as JSON");
+      add_tensor_parallel_option(sub, a->tp);
       return [a] { return run(*a); };
     }};
 

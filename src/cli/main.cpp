@@ -3,6 +3,7 @@
 #include <map>
 
 #include "cli/command.h"
+#include "cli/model_session.h"
 #include "core/error.h"
 
 namespace tps::cli {
@@ -36,6 +37,8 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
+  } catch (const QuietExit& e) {
+    return e.code;
   } catch (const tps::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "tps: error: %s\n", e.what());

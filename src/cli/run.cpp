@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/command.h"
+#include "cli/model_session.h"
 #include "cli/text_file.h"
 #include "core/error.h"
 #include "engine/generation.h"
@@ -29,6 +30,7 @@ struct RunArgs {
   bool ignore_eos = false;
   bool hide_prompt = false;
   SpeculativeArgs speculative;
+  int tp = 1;
 };
 
 void print_summary(const GenerationResult& r) {
@@ -70,7 +72,9 @@ nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t cont
 
 int run(RunArgs a) {
   if (!a.prompt_file.empty()) a.prompt = read_text_file(a.prompt_file);
-  auto model = Model::load(a.model);
+  ModelSession session(a.model, a.tp);
+  if (session.follower()) return session.follow();
+  Model* model = &session.model();
   const int threads = a.threads > 0 ? a.threads : ThreadPool::default_threads();
   std::string note;
   const KvGeometry kv = plan_kv_geometry(model->config(), {a.context, 0, KvCache::kDefaultBlockTokens, 1}, &note);
@@ -138,6 +142,7 @@ CommandRegistration registration{
       sub.add_flag("--no-stream", a->no_stream, "print the text at the end instead of as it is generated");
       sub.add_flag("--json", a->json, "print the text and the summary as one JSON object");
       add_speculative_options(sub, a->speculative);
+      add_tensor_parallel_option(sub, a->tp);
       return [a] { return run(*a); };
     }};
 

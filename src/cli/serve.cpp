@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/model_session.h"
 #include "core/error.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
@@ -32,6 +33,7 @@ struct ServeArgs {
   std::string profile;
   bool no_prefix_cache = false;
   SpeculativeArgs speculative;
+  int tp = 1;
 };
 
 ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
@@ -46,7 +48,9 @@ ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
 int serve(ServeArgs a) {
   if (a.max_seqs < 1) fail("--max-seqs must be at least 1");
   if (a.batch_tokens < a.max_seqs) fail("--batch-tokens must be at least --max-seqs ({})", a.max_seqs);
-  auto model = Model::load(a.model);
+  ModelSession session(a.model, a.tp);
+  if (session.follower()) return session.follow();
+  Model* model = &session.model();
   ChatFamily chat = choose_chat_family(a, *model);
 
   // Blocks are handed out on demand and preemption covers the rest.
@@ -132,6 +136,7 @@ CommandRegistration registration{
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe`: adds decode bandwidth utilization to /metrics");
       sub.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not share KV blocks between requests");
       add_speculative_options(sub, a->speculative);
+      add_tensor_parallel_option(sub, a->tp);
       return [a] { return serve(*a); };
     }};
 

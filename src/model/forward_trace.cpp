@@ -17,6 +17,7 @@ const char* phase_name(ForwardPhase phase) {
     case ForwardPhase::kFfnAct: return "ffn_silu";
     case ForwardPhase::kFfnDown: return "ffn_down";
     case ForwardPhase::kOutput: return "output";
+    case ForwardPhase::kCollective: return "collective";
   }
   return "?";
 }
@@ -25,7 +26,7 @@ PhaseClock::PhaseClock(ForwardTrace* trace, ForwardPhase phase, std::initializer
     : trace_(trace), phase_(static_cast<size_t>(phase)) {
   if (trace_ == nullptr) return;
   for (const WeightMatrix* w : weights)
-    trace_->weight_bytes[phase_] += static_cast<double>(w->packed != nullptr ? w->packed->bytes() : w->row_bytes * w->rows);
+    trace_->weight_bytes[phase_] += static_cast<double>(w->packed != nullptr ? w->packed->bytes() : row_bytes(w->type, w->cols) * w->rows);
   waited_at_start_ = trace_->waited;
   start_ = now_seconds();
 }

@@ -10,8 +10,9 @@
 
 namespace tps {
 
-enum class ForwardPhase { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kAttnOut, kFfnUp, kFfnAct, kFfnDown, kOutput };
-constexpr size_t kForwardPhases = 10;
+enum class ForwardPhase { kEmbed, kNorm, kQkv, kRopeKv, kAttention, kAttnOut, kFfnUp, kFfnAct, kFfnDown, kOutput,
+                          kCollective };  // tensor-parallel sums across ranks
+constexpr size_t kForwardPhases = 11;
 const char* phase_name(ForwardPhase phase);
 
 struct ForwardTrace {

@@ -12,7 +12,8 @@ namespace tps {
 
 namespace {
 
-size_t matrix_bytes(const WeightMatrix& w) { return w.row_bytes * w.rows; }
+// A shard's column slice keeps the full row stride: count only its own columns.
+size_t matrix_bytes(const WeightMatrix& w) { return row_bytes(w.type, w.cols) * w.rows; }
 
 // Applies fn(row) to rows [0, rows) on the pool. The work per row is small and
 // element-wise: rows are grouped so that a barrier is paid only for real work.
@@ -27,8 +28,14 @@ void for_rows(ThreadPool& pool, int64_t rows, int64_t width, F&& fn) {
 }  // namespace
 
 Transformer::Transformer(std::unique_ptr<GgufFile> file, ModelConfig config, ModelWeights weights,
-                         std::unique_ptr<Tokenizer> tokenizer)
-    : file_(std::move(file)), config_(std::move(config)), weights_(std::move(weights)), tokenizer_(std::move(tokenizer)) {
+                         std::unique_ptr<Tokenizer> tokenizer, TensorParallelGroup* group)
+    : group_(group),
+      file_(std::move(file)),
+      config_(std::move(config)),
+      shard_(plan_model_shard(config_, weights, group ? group->rank() : 0, group ? group->ranks() : 1)),
+      local_(tps::shard_config(config_, shard_)),
+      weights_(shard_weights(weights, config_, shard_)),
+      tokenizer_(std::move(tokenizer)) {
   // Per token: one embedding row, every layer matrix, the output head.
   weight_bytes_ = weights_.token_embd.row_bytes + matrix_bytes(weights_.output);
   for (const LayerWeights& l : weights_.layers)
@@ -62,7 +69,7 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& kv) cons
   if (batch.positions.size() != n || batch.sequence.size() != n || batch.want_logits.size() != n)
     fail("forward batch has {} tokens but {} positions, {} sequence ids, {} logit flags", n, batch.positions.size(),
          batch.sequence.size(), batch.want_logits.size());
-  if (kv.kv_dim() != config_.kv_dim()) fail("KV cache of width {} does not fit the model's {}", kv.kv_dim(), config_.kv_dim());
+  if (kv.kv_dim() != local_.kv_dim()) fail("KV cache of width {} does not fit the model's {}", kv.kv_dim(), local_.kv_dim());
   for (size_t r = 0; r < n; ++r) {
     if (batch.tokens[r] < 0 || batch.tokens[r] >= config_.vocab_size)
       fail("token id {} is outside the vocabulary of {}", batch.tokens[r], config_.vocab_size);
@@ -81,7 +88,7 @@ void Transformer::check_batch(const ForwardBatch& batch, const KvCache& kv) cons
 
 void Transformer::grow_scratch(int64_t rows) {
   if (rows <= scratch_rows_) return;
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   x_.resize(rows * c.dim);
   xn_.resize(rows * c.dim);
   proj_.resize(rows * c.dim);
@@ -116,7 +123,7 @@ void Transformer::embed(const ForwardBatch& batch, ThreadPool& pool) {
 }
 
 void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCache& kv, ThreadPool& pool) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   const LayerWeights& w = weights_.layers[layer];
   const int64_t rows = static_cast<int64_t>(batch.size());
   {
@@ -150,13 +157,16 @@ void Transformer::attention_block(int64_t layer, const ForwardBatch& batch, KvCa
     PhaseClock clock(trace_, ForwardPhase::kAttention);
     attention(q_.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, att_.data(), attention_scratch_, pool);
   }
-  PhaseClock clock(trace_, ForwardPhase::kAttnOut, {&w.wo});
-  matmul(w.wo, att_.data(), rows, proj_.data(), pool);
+  {
+    PhaseClock clock(trace_, ForwardPhase::kAttnOut, {&w.wo});
+    matmul(w.wo, att_.data(), rows, proj_.data(), pool);
+  }
+  sum_over_ranks(proj_.data(), rows * c.dim);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
 
 void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& pool) {
-  const ModelConfig& c = config_;
+  const ModelConfig& c = local_;
   const LayerWeights& w = weights_.layers[layer];
   {
     PhaseClock clock(trace_, ForwardPhase::kNorm);
@@ -170,8 +180,11 @@ void Transformer::feed_forward_block(int64_t layer, int64_t rows, ThreadPool& po
     PhaseClock clock(trace_, ForwardPhase::kFfnAct);
     for_rows(pool, rows, c.ffn_dim, [&](int64_t r) { silu_mul(&gate_[r * c.ffn_dim], &up_[r * c.ffn_dim], c.ffn_dim, &gate_[r * c.ffn_dim]); });
   }
-  PhaseClock clock(trace_, ForwardPhase::kFfnDown, {&w.w_down});
-  matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
+  {
+    PhaseClock clock(trace_, ForwardPhase::kFfnDown, {&w.w_down});
+    matmul(w.w_down, gate_.data(), rows, proj_.data(), pool);
+  }
+  sum_over_ranks(proj_.data(), rows * c.dim);
   axpy(1.0f, proj_.data(), x_.data(), rows * c.dim);  // residual
 }
 
@@ -184,7 +197,28 @@ void Transformer::output_head(const ForwardBatch& batch, float* logits, ThreadPo
   int64_t i = 0;
   for (size_t r = 0; r < batch.size(); ++r)
     if (batch.want_logits[r]) rmsnorm(&x_[r * dim], weights_.output_norm.data(), dim, config_.rms_eps, &xn_[i++ * dim]);
-  matmul(weights_.output, xn_.data(), n, logits, pool);
+  if (group_ == nullptr) return matmul(weights_.output, xn_.data(), n, logits, pool);
+  // Each rank has the logits of its vocabulary rows; the leader lays them out per row.
+  shard_logits_.resize(n * local_.vocab_size);
+  matmul(weights_.output, xn_.data(), n, shard_logits_.data(), pool);
+  std::vector<int> counts;
+  for (int64_t v : shard_.vocab_rows_per_rank) counts.push_back(static_cast<int>(n * v));
+  if (group_->leader()) gathered_logits_.resize(n * config_.vocab_size);
+  group_->gather(shard_logits_.data(), counts, gathered_logits_.data());
+  if (!group_->leader()) return;
+  const float* part = gathered_logits_.data();
+  int64_t first = 0;  // the rank's first vocabulary row
+  for (int64_t v : shard_.vocab_rows_per_rank) {
+    for (int64_t t = 0; t < n; ++t) std::copy(part + t * v, part + (t + 1) * v, logits + t * config_.vocab_size + first);
+    part += n * v;
+    first += v;
+  }
+}
+
+void Transformer::sum_over_ranks(float* data, size_t n) {
+  if (group_ == nullptr) return;
+  PhaseClock clock(trace_, ForwardPhase::kCollective);
+  group_->sum(data, n);
 }
 
 }  // namespace tps

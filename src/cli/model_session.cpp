@@ -1,0 +1,52 @@
+#include "cli/model_session.h"
+
+#include <cstdio>
+
+#include "core/error.h"
+#include "engine/shard_steps.h"
+#include "parallel/mpi_group.h"
+
+namespace tps::cli {
+
+void add_tensor_parallel_option(CLI::App& sub, int& tp) {
+  sub.add_option("--tp", tp, "split the model over this many ranks: run under mpirun -np N with --tp N")
+      ->check(CLI::Range(1, 4096));
+}
+
+ModelSession::ModelSession(const std::string& path, int tp) {
+  if (tp <= 1) {
+    model_ = Model::load(path);
+    return;
+  }
+  group_ = start_mpi_group();
+  if (group_->ranks() != tp) {
+    if (!group_->leader()) throw QuietExit{2};
+    fail("--tp {} needs {} ranks, and this run has {}: start it as mpirun -np {} tps ... --tp {}", tp, tp,
+         group_->ranks(), tp, tp);
+  }
+  std::string error;
+  try {
+    model_ = Model::load(path, group_.get());
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  if (!group_->any(!error.empty())) return;
+  model_.reset();
+  // A failure the leader shares (a bad file, a split that does not fit) is reported
+  // once, by the leader; one only a follower meets is reported by it.
+  const bool leader_failed = group_->any(group_->leader() && !error.empty());
+  if (group_->leader()) fail("{}", leader_failed ? error : "another rank could not load its slice of the model");
+  if (!error.empty() && !leader_failed) std::fprintf(stderr, "tps: rank %d: error: %s\n", group_->rank(), error.c_str());
+  throw QuietExit{2};
+}
+
+ModelSession::~ModelSession() {
+  if (group_ != nullptr && group_->leader() && model_ != nullptr) send_release(*group_);
+}
+
+int ModelSession::follow() {
+  follow_leader(*model_);
+  return 0;
+}
+
+}  // namespace tps::cli
