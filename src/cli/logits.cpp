@@ -20,6 +20,7 @@ struct LogitsArgs {
   int threads = 0;
   bool json = false;
   int tp = 1;
+  std::string write;
 };
 
 int run(const LogitsArgs& a) {
@@ -32,6 +33,7 @@ int run(const LogitsArgs& a) {
   if (a.max_rms_rel >= 0) tol.max_rms_rel = a.max_rms_rel;
   if (a.min_top1 >= 0) tol.min_top1 = a.min_top1;
   const bool pass = c.mean_rms_rel <= tol.max_rms_rel && c.top1_agreement >= tol.min_top1;
+  if (!a.write.empty()) write_golden_logits(a.write, {golden.prompt_ids, golden.step_ids, c.logits});
 
   if (a.json) {
     nlohmann::json steps = nlohmann::json::array();
@@ -71,6 +73,9 @@ CommandRegistration registration{
       sub.add_option("--min-top1", a->min_top1, "smallest top-1 agreement (0..1) that passes (default: by weight type)");
       sub.add_option("-t,--threads", a->threads, "threads (default: the cores available)");
       sub.add_flag("--json", a->json, "print the comparison as JSON");
+      sub.add_option("--write", a->write,
+                     "also write this run's logits as a reference in the same format (to compare runs: --tp N "
+                     "against one process, one build against another)");
       add_tensor_parallel_option(sub, a->tp);
       return [a] { return run(*a); };
     }};

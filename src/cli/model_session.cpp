@@ -1,5 +1,6 @@
 #include "cli/model_session.h"
 
+#include <csignal>
 #include <cstdio>
 
 #include "core/error.h"
@@ -45,6 +46,10 @@ ModelSession::~ModelSession() {
 }
 
 int ModelSession::follow() {
+  // mpirun hands a Ctrl-C or SIGTERM to every rank; only the leader acts on it (a
+  // server drains its streams) and then releases the others.
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, SIG_IGN);
   follow_leader(*model_);
   return 0;
 }

@@ -30,6 +30,14 @@ GoldenLogits read_golden_logits(const std::string& path) {
   return g;
 }
 
+void write_golden_logits(const std::string& path, const GoldenLogits& g) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (size_t i = 0; i < g.step_ids.size(); ++i) steps.push_back({{"id", g.step_ids[i]}, {"logits", g.logits[i]}});
+  std::ofstream out(path);
+  out << nlohmann::json{{"prompt_ids", g.prompt_ids}, {"steps", steps}}.dump() << "\n";
+  if (!out) fail("{}: cannot write the logits", path);
+}
+
 StepComparison compare_logits(const float* ours, const std::vector<float>& reference) {
   const size_t n = reference.size();
   double mean = 0;
@@ -76,6 +84,7 @@ LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, i
     c.max_abs = std::max(c.max_abs, s.max_abs);
     agree += s.top1 == s.reference_top1;
     c.steps.push_back(s);
+    c.logits.emplace_back(logits.begin(), logits.end());
   };
   engine.submit(std::move(request))->wait_finished();
   if (c.steps.size() != golden.step_ids.size())

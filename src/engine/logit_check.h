@@ -19,6 +19,9 @@ struct GoldenLogits {
 
 // Throws tps::Error naming the file and field when it is not such a dump.
 GoldenLogits read_golden_logits(const std::string& path);
+// Writes `g` in the same format: this run's logits as a reference for another run (a
+// model split over ranks against the whole one, one build against another).
+void write_golden_logits(const std::string& path, const GoldenLogits& g);
 
 struct StepComparison {
   double rms_rel = 0;  // RMS(ours - reference) / std(reference)
@@ -31,6 +34,7 @@ struct LogitsComparison {
   double mean_rms_rel = 0;
   double max_abs = 0;
   double top1_agreement = 0;  // fraction of steps whose argmax matches
+  std::vector<std::vector<float>> logits;  // ours, step by step
 };
 
 LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, int threads);

@@ -33,6 +33,9 @@ inline std::string server_fixture(const std::string& relative) {
 
 class ServeProcess {
  public:
+  // Commands `tps serve` runs under (mpirun and its flags), looked up in PATH.
+  void set_launcher(std::vector<std::string> launcher) { launcher_ = std::move(launcher); }
+
   // Returns an empty string on success, else what went wrong.
   std::string start(const std::string& model, const std::vector<std::string>& extra = {}) {
     int out[2];
@@ -42,6 +45,7 @@ class ServeProcess {
     std::vector<std::string> args = {TPS_BINARY, "serve", "-m", model, "--port", "0", "-t", "1",
                                      "--log-file", log_path_};
     args.insert(args.end(), extra.begin(), extra.end());
+    args.insert(args.begin(), launcher_.begin(), launcher_.end());
     pid_ = fork();
     if (pid_ == 0) {
       dup2(out[1], 1);
@@ -50,7 +54,7 @@ class ServeProcess {
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
-      execv(argv[0], argv.data());
+      execvp(argv[0], argv.data());
       _exit(127);
     }
     close(out[1]);
@@ -106,6 +110,7 @@ class ServeProcess {
     static int n = 0;
     return n;
   }
+  std::vector<std::string> launcher_;
   pid_t pid_ = -1;
   int port_ = 0;
   std::string log_path_;
