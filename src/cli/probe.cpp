@@ -9,6 +9,8 @@
 
 #include "cli/command.h"
 #include "core/error.h"
+#include "parallel/allreduce_probe.h"
+#include "parallel/mpi_group.h"
 #include "roofline/probe.h"
 
 namespace tps::cli {
@@ -57,16 +59,55 @@ void print_profile(const HardwareProfile& p) {
                "so these figures may read low\n", p.load_average);
 }
 
+void print_allreduce(const AllreduceProfile& a) {
+  fmt::print("allreduce over {} ranks ({}): alpha {:.1f} us, beta {:.2f} GB/s\n{:>10} {:>12}\n", a.ranks, a.transport,
+             a.alpha_s * 1e6, a.beta_bytes_per_s / 1e9, "bytes", "us");
+  for (const auto& s : a.samples) fmt::print("{:>10} {:>12.1f}\n", s.bytes, s.seconds * 1e6);
+}
+
+struct AllreduceArgs {
+  bool run = false;
+  std::string profile;
+  std::string transport = "mpi";
+};
+
+// Under mpirun: times the allreduce on every rank; the leader adds it to the profile.
+int probe_allreduce(const AllreduceArgs& a, const std::string& out) {
+  auto group = start_mpi_group();
+  if (group->ranks() < 2) fail("--allreduce runs under mpirun with at least 2 ranks: mpirun -np 2 tps probe --allreduce");
+  const std::vector<AllreduceSample> samples = time_allreduce(*group);
+  if (!group->leader()) return 0;
+  const AllreduceProfile fit = fit_allreduce(group->ranks(), a.transport, samples);
+  print_allreduce(fit);
+  if (a.profile.empty()) return 0;
+  HardwareProfile p = load_profile(a.profile);
+  p.allreduce = fit;
+  const std::string path = out.empty() ? a.profile : out;
+  std::ofstream f(path);
+  if (!f) fail("cannot write '{}'", path);
+  f << profile_to_json(p).dump(2) << "\n";
+  fmt::print("allreduce added to the profile {}\n", path);
+  return 0;
+}
+
 const CommandRegistration kProbe{
     "probe", "measure this machine's memory bandwidth and peak compute; write a hardware profile",
     [](CLI::App& sub) {
       auto opts = std::make_shared<ProbeOptions>();
       auto out = std::make_shared<std::string>();
+      auto allreduce = std::make_shared<AllreduceArgs>();
       sub.add_flag("--quick", opts->quick, "about 10 s instead of under a minute");
       sub.add_option("-o,--output", *out, "write the profile JSON here (schema: docs/profile-format.md)");
       sub.add_option("-t,--threads", opts->threads, "largest thread count to measure (default: all CPUs)")
           ->check(CLI::PositiveNumber);
-      return [opts, out]() {
+      sub.add_flag("--allreduce", allreduce->run,
+                   "under mpirun -np N: time the allreduce between the ranks (alpha, beta) instead, and add it to "
+                   "--profile (written to -o, else in place)");
+      sub.add_option("--profile", allreduce->profile, "with --allreduce: the profile to add it to");
+      sub.add_option("--transport", allreduce->transport, "with --allreduce: a name for the link, kept in the profile")
+          ->capture_default_str();
+      return [opts, out, allreduce]() {
+        if (allreduce->run) return probe_allreduce(*allreduce, *out);
         HardwareProfile p = run_probe(*opts);
         print_profile(p);
         if (!out->empty()) {

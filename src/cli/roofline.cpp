@@ -201,6 +201,7 @@ int run_roofline(const RooflineArgs& a) {
   if (weights.empty()) weights = {lm->weight_type.empty() ? "f16" : lm->weight_type};
   std::vector<std::string> kvs = a.kv_types.empty() ? std::vector<std::string>{"f16"} : a.kv_types;
   Deployment dep = make_deployment(weights[0], kvs[0], a.gpus > 0 ? a.gpus : a.tp, a.tp);
+  if (hs.profile) dep.activation_bytes = 4;  // tps sums f32 activations across its ranks
   if (lm->bits_per_weight > 0 && a.weights.empty()) dep.bits_per_weight = lm->bits_per_weight;
   if (a.ubatch < 1) fail("--ubatch must be at least 1");
   dep.ubatch = a.ubatch;

@@ -119,6 +119,7 @@ PassCost Estimator::pass_cost(int64_t tokens, double pairs, double kv_read, doub
   int tp = dep_.tp;
   PassCost c;
   c.tokens = tokens;
+  c.logits = logits;
   double attn_w = static_cast<double>(m.base.n_layers) * m.attention_params();
   c.attention.flops = 2.0 * tokens * attn_w / tp;
   c.attention.attn_flops = pairs * m.attention_flops_per_context_token() / tp;
@@ -149,10 +150,18 @@ PassCost Estimator::prefill_cost(int64_t tokens, int64_t depth, int64_t logits) 
 double Estimator::allreduce_seconds(int64_t tokens) const {
   int p = dep_.tp;
   if (p <= 1) return 0;
-  // Ring allreduce of S bytes: 2 (p-1) steps, each moving S/p bytes and paying the link latency.
   double s = static_cast<double>(tokens) * model_.base.dim * dep_.activation_bytes;
-  double one = 2.0 * (p - 1) / p * s / hw_.link_bandwidth + 2.0 * (p - 1) * hw_.link_latency;
+  // Probed: the measured time of one allreduce of S bytes. Else a ring allreduce of S
+  // bytes: 2 (p-1) steps, each moving S/p bytes and paying the link latency.
+  double one = hw_.allreduce_beta > 0 ? hw_.allreduce_alpha + s / hw_.allreduce_beta
+                                      : 2.0 * (p - 1) / p * s / hw_.link_bandwidth + 2.0 * (p - 1) * hw_.link_latency;
   return 2.0 * model_.base.n_layers * one;  // after attention and after the MLP
+}
+
+double Estimator::step_exchange_seconds(int64_t logits) const {
+  if (dep_.tp <= 1 || hw_.allreduce_beta <= 0) return 0;
+  const double gathered = static_cast<double>(logits) * model_.base.vocab_size * 4.0;  // f32 logits
+  return 2.0 * hw_.allreduce_alpha + gathered / hw_.allreduce_beta;
 }
 
 PassTime Estimator::time(const PassCost& cost) const {
@@ -171,7 +180,7 @@ PassTime Estimator::time(const PassCost& cost) const {
     t.part_bound[name] = mem >= comp ? "memory" : "compute";
   }
   t.overhead_s = model_.base.n_layers * eff_.layer_latency;
-  t.comm_s = allreduce_seconds(cost.tokens);
+  t.comm_s = allreduce_seconds(cost.tokens) + step_exchange_seconds(cost.logits);
   t.seconds = mem_bound + comp_bound + t.overhead_s + t.comm_s;
   double latency = t.overhead_s + t.comm_s;
   t.bound = latency > std::max(mem_bound, comp_bound) ? "latency" : mem_bound >= comp_bound ? "memory" : "compute";
@@ -189,6 +198,7 @@ PassCost& PassCost::operator+=(const PassCost& o) {
     a->bytes += b->bytes;
   }
   tokens += o.tokens;
+  logits += o.logits;
   return *this;
 }
 

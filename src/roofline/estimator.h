@@ -52,6 +52,7 @@ struct PassCost {
   PartCost attention, mlp, head;
   PassCost& operator+=(const PassCost& o);
   int64_t tokens = 0;
+  int64_t logits = 0;  // rows through the output head
   double flops() const { return attention.flops + attention.attn_flops + mlp.flops + head.flops; }
   double bytes() const { return attention.bytes + mlp.bytes + head.bytes; }
 };
@@ -96,6 +97,9 @@ class Estimator {
   double prefill_seconds(int64_t prompt, int64_t depth) const;
   // Seconds of the two allreduces per layer of a pass of `tokens` tokens.
   double allreduce_seconds(int64_t tokens) const;
+  // With a probed allreduce (a CPU group under mpirun): the leader's broadcast of the
+  // step and the gather of `logits` rows of logits, each priced as one collective.
+  double step_exchange_seconds(int64_t logits) const;
   // Smallest batch at which a decode step's compute time reaches its memory time; nullopt
   // when it never does up to 2^20 (KV traffic grows with batch as fast as compute).
   std::optional<int64_t> crossover_batch(double context) const;

@@ -251,6 +251,15 @@ HardwareProfile run_probe(const ProbeOptions& options) {
   return prof;
 }
 
+AllreduceProfile fit_allreduce(int ranks, std::string transport, std::vector<AllreduceSample> samples) {
+  if (samples.size() < 2) fail("an allreduce profile needs at least two message sizes");
+  std::sort(samples.begin(), samples.end(), [](const auto& a, const auto& b) { return a.bytes < b.bytes; });
+  AllreduceProfile a{ranks, std::move(transport), samples.front().seconds, 0, std::move(samples)};
+  const AllreduceSample& largest = a.samples.back();
+  a.beta_bytes_per_s = static_cast<double>(largest.bytes) / std::max(largest.seconds - a.alpha_s, 1e-12);
+  return a;
+}
+
 nlohmann::json profile_to_json(const HardwareProfile& p) {
   using nlohmann::json;
   json bw = json::array();
@@ -268,7 +277,7 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
     }
     peaks[pk.path] = entry;
   }
-  return {
+  nlohmann::json j = {
       {"schema", "tps.profile/1"},
       {"probe_version", p.probe_version},
       {"created", p.created},
@@ -289,6 +298,16 @@ nlohmann::json profile_to_json(const HardwareProfile& p) {
       {"bandwidth", bw},
       {"peaks", peaks},
   };
+  if (p.allreduce) {
+    json samples = json::array();
+    for (const auto& s : p.allreduce->samples) samples.push_back({{"bytes", s.bytes}, {"seconds", s.seconds}});
+    j["allreduce"] = {{"ranks", p.allreduce->ranks},
+                      {"transport", p.allreduce->transport},
+                      {"alpha_s", p.allreduce->alpha_s},
+                      {"beta_bytes_per_s", p.allreduce->beta_bytes_per_s},
+                      {"samples", samples}};
+  }
+  return j;
 }
 
 namespace {
@@ -346,6 +365,14 @@ HardwareProfile profile_from_json(const nlohmann::json& j) {
         pk.by_threads.push_back({field<int>(t, "threads", "by_threads"), field<double>(t, "ops_per_s", "by_threads")});
     }
     p.peaks.push_back(std::move(pk));
+  }
+  if (j.contains("allreduce")) {
+    const auto& a = j["allreduce"];
+    std::vector<AllreduceSample> samples;
+    if (!a.contains("samples") || !a["samples"].is_array()) fail("profile: allreduce lacks samples");
+    for (const auto& s : a["samples"])
+      samples.push_back({field<int64_t>(s, "bytes", "an allreduce sample"), field<double>(s, "seconds", "an allreduce sample")});
+    p.allreduce = fit_allreduce(field<int>(a, "ranks", "allreduce"), a.value("transport", ""), std::move(samples));
   }
   return p;
 }

@@ -3,6 +3,7 @@
 // thread count, peak multiply-accumulate rate of each compute path) and records them in a
 // hardware profile (JSON schema in docs/profile-format.md).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,26 @@ struct ComputePeak {
   double ops_per_s(int threads) const;  // at the closest measured thread count <= threads
 };
 
+// One message size of the allreduce probe: the median time of MPI_Allreduce (sum of
+// floats) over the ranks of an mpirun.
+struct AllreduceSample {
+  int64_t bytes = 0;
+  double seconds = 0;
+};
+
+// `mpirun -np N tps probe --allreduce`: the collective tensor parallelism pays twice per
+// layer, as time = alpha + bytes / beta.
+struct AllreduceProfile {
+  int ranks = 0;
+  std::string transport;  // what the ranks were joined by, as the user named it (e.g. "shared memory")
+  double alpha_s = 0;     // latency: the smallest message's time
+  double beta_bytes_per_s = 0;  // bandwidth: the largest message over its time beyond alpha
+  std::vector<AllreduceSample> samples;
+  double seconds(double bytes) const { return alpha_s + bytes / beta_bytes_per_s; }
+};
+// alpha and beta of the samples (sorted by size; at least two).
+AllreduceProfile fit_allreduce(int ranks, std::string transport, std::vector<AllreduceSample> samples);
+
 // Bumped when a change to the probe changes what it reads on the same machine, so that
 // profiles the bench cached from an older probe are measured again. 2: the int8 and
 // bf16 peaks timed without GCC's register copies (they read about 1.35x low before).
@@ -49,6 +70,7 @@ struct HardwareProfile {
   double dram_read_peak_gbps = 0;  // the same, best window
   std::vector<BandwidthSample> bandwidth;
   std::vector<ComputePeak> peaks;
+  std::optional<AllreduceProfile> allreduce;  // from `tps probe --allreduce` under mpirun
 
   // Read bandwidth for a working set of `bytes` on `threads` threads: the sample of the
   // smallest buffer that holds it (caches help small models), else the largest buffer.
