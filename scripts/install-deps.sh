@@ -10,7 +10,7 @@ packages=(g++ cmake ninja-build pkg-config git
           libgtest-dev libgmock-dev libbenchmark-dev libpcre2-dev libxxhash-dev
           nodejs npm openmpi-bin libopenmpi-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(clang libclang-rt-14-dev chromium python3)
+  packages+=(clang libclang-rt-14-dev chromium python3 iproute2)
 fi
 
 missing=()

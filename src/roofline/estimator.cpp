@@ -153,15 +153,17 @@ double Estimator::allreduce_seconds(int64_t tokens) const {
   double s = static_cast<double>(tokens) * model_.base.dim * dep_.activation_bytes;
   // Probed: the measured time of one allreduce of S bytes. Else a ring allreduce of S
   // bytes: 2 (p-1) steps, each moving S/p bytes and paying the link latency.
-  double one = hw_.allreduce_beta > 0 ? hw_.allreduce_alpha + s / hw_.allreduce_beta
-                                      : 2.0 * (p - 1) / p * s / hw_.link_bandwidth + 2.0 * (p - 1) * hw_.link_latency;
+  double one = hw_.allreduce ? hw_.allreduce->seconds(s)
+                             : 2.0 * (p - 1) / p * s / hw_.link_bandwidth + 2.0 * (p - 1) * hw_.link_latency;
   return 2.0 * model_.base.n_layers * one;  // after attention and after the MLP
 }
 
 double Estimator::step_exchange_seconds(int64_t logits) const {
-  if (dep_.tp <= 1 || hw_.allreduce_beta <= 0) return 0;
+  if (dep_.tp <= 1 || !hw_.allreduce) return 0;
+  // A gather moves each rank's part once; an allreduce of the same bytes moves about
+  // twice as much, so it bounds the gather from above.
   const double gathered = static_cast<double>(logits) * model_.base.vocab_size * 4.0;  // f32 logits
-  return 2.0 * hw_.allreduce_alpha + gathered / hw_.allreduce_beta;
+  return hw_.allreduce->alpha_s + hw_.allreduce->seconds(gathered);
 }
 
 PassTime Estimator::time(const PassCost& cost) const {

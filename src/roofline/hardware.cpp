@@ -183,8 +183,9 @@ Hardware hardware_from_profile(const HardwareProfile& p, int threads) {
   h.sources = {{"all figures", "measured by tps probe"}};
   if (p.allreduce) {
     h.link = fmt::format("MPI allreduce over {} ranks ({})", p.allreduce->ranks, p.allreduce->transport);
-    h.allreduce_alpha = h.link_latency = p.allreduce->alpha_s;
-    h.allreduce_beta = h.link_bandwidth = p.allreduce->beta_bytes_per_s;
+    h.link_latency = p.allreduce->alpha_s;
+    h.link_bandwidth = p.allreduce->beta_bytes_per_s;
+    h.allreduce = p.allreduce;
   }
   return h;
 }

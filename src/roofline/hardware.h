@@ -5,6 +5,7 @@
 // measured figures for this machine.
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,9 +23,9 @@ struct Hardware {
   std::string link;                     // "NVLink 4" ... empty: no device-to-device link
   double link_bandwidth = 0;            // bytes/s per direction per device
   double link_latency = 0;              // seconds per ring step
-  // A probed allreduce of the whole group (`tps probe --allreduce`): seconds = alpha +
-  // bytes / beta, in place of the ring model of link_*. 0: not probed.
-  double allreduce_alpha = 0, allreduce_beta = 0;
+  // A probed allreduce of the whole group (`tps probe --allreduce`), in place of the
+  // ring model of link_*.
+  std::optional<AllreduceProfile> allreduce;
   std::vector<std::pair<std::string, std::string>> sources;  // figure -> where it comes from
   // A probe's bandwidth by working-set size for the chosen thread count (bytes, bytes/s).
   std::vector<std::pair<int64_t, double>> bandwidth_by_size;

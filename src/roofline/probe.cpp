@@ -260,6 +260,17 @@ AllreduceProfile fit_allreduce(int ranks, std::string transport, std::vector<All
   return a;
 }
 
+double AllreduceProfile::seconds(double bytes) const {
+  if (bytes <= static_cast<double>(samples.front().bytes)) return samples.front().seconds;
+  for (size_t i = 1; i < samples.size(); ++i) {
+    const AllreduceSample &lo = samples[i - 1], &hi = samples[i];
+    if (bytes > static_cast<double>(hi.bytes)) continue;
+    const double f = (bytes - lo.bytes) / static_cast<double>(hi.bytes - lo.bytes);
+    return lo.seconds + f * (hi.seconds - lo.seconds);
+  }
+  return samples.back().seconds + (bytes - samples.back().bytes) / beta_bytes_per_s;
+}
+
 nlohmann::json profile_to_json(const HardwareProfile& p) {
   using nlohmann::json;
   json bw = json::array();

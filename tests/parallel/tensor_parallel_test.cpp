@@ -101,6 +101,24 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Two "hosts": network namespaces joined by a rate-limited veth, ranks joined over TCP,
+// the second started through the rsh agent (scripts/tp-two-hosts.sh).
+TEST(TensorParallel, LogitsMatchOneProcessAcrossTwoNamespaces) {
+  REQUIRE_MPIRUN();
+  REQUIRE_MODEL(model, testing::kStories);
+  REQUIRE_MODEL(golden, "golden/llama.cpp/stories260K.p1.json");
+  const std::string whole = std::filesystem::temp_directory_path() / ("tps_tp_ns_" + std::to_string(getpid()) + ".json");
+  const Output one = run(std::string(TPS_BINARY) + " logits -t 1 -m " + model + " --golden " + golden + " --write " + whole);
+  ASSERT_EQ(one.rc, 0) << one.err;
+  const Output split = run(std::string("bash ") + TPS_SOURCE_DIR + "/scripts/tp-two-hosts.sh -- " + TPS_BINARY +
+                           " logits -t 1 --tp 2 --json --max-rms-rel 0.002 --min-top1 0.95 -m " + model + " --golden " +
+                           whole);
+  std::filesystem::remove(whole);
+  if (split.rc == 77) GTEST_SKIP() << split.err;
+  ASSERT_EQ(split.rc, 0) << split.out << split.err;
+  EXPECT_TRUE(json::parse(split.out)["pass"].get<bool>()) << split.out;
+}
+
 TEST(TensorParallel, GreedyTextMatchesOneProcessFor128Tokens) {
   REQUIRE_MPIRUN();
   REQUIRE_MODEL(model, testing::kStories);

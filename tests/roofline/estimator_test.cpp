@@ -96,6 +96,27 @@ TEST(Estimator, TensorParallelAllreduceIsARing) {
   EXPECT_THROW(make_deployment("f16", "f16", 3, 2), Error);
 }
 
+TEST(Estimator, ProbedAllreduceIsInterpolatedBetweenItsSamples) {
+  // As `tps probe --allreduce` measured it: 10 us for 4 B, 20 us for 4 KiB, 100 us for 64 KiB.
+  HardwareProfile p;
+  p.allreduce = fit_allreduce(2, "test", {{65536, 100e-6}, {4, 10e-6}, {4096, 20e-6}});
+  EXPECT_DOUBLE_EQ(p.allreduce->alpha_s, 10e-6);
+  EXPECT_DOUBLE_EQ(p.allreduce->beta_bytes_per_s, 65536 / 90e-6);
+  Hardware hw = two_tb_part();
+  hw.link_bandwidth = 1;  // a link exists
+  hw.allreduce = p.allreduce;
+  Deployment dep = make_deployment("f16", "f16", 2, 2);
+  dep.activation_bytes = 4;
+  const RooflineModel m = find_roofline_preset("llama-3-8b");  // dim 4096, 32 layers
+  Estimator est(m, hw, dep, ideal());
+  // One token: 16 KiB a sum, a quarter of the way from 4 KiB to 64 KiB by bytes.
+  const double one = 20e-6 + (16384.0 - 4096) / (65536 - 4096) * 80e-6;
+  EXPECT_NEAR(est.allreduce_seconds(1), 2 * 32 * one, 1e-12);
+  // A decode step adds the broadcast (alpha) and the gather of one row of f32 logits.
+  const double gathered = m.base.vocab_size * 4.0;
+  EXPECT_NEAR(est.step_exchange_seconds(1), 10e-6 + 100e-6 + (gathered - 65536) / p.allreduce->beta_bytes_per_s, 1e-12);
+}
+
 TEST(Estimator, MoeDecodeReadsActiveExpertsAtBatchOneAndAllAtLargeBatch) {
   Efficiency e = ideal();
   RooflineModel m = find_roofline_preset("mixtral-8x7b");

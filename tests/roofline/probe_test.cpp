@@ -81,6 +81,24 @@ TEST(Probe, JsonFollowsTheSchemaAndRoundTrips) {
   EXPECT_EQ(hw.kind, "probe");
   // Working sets that fit a smaller buffer get that buffer's bandwidth.
   EXPECT_DOUBLE_EQ(hw.bandwidth_for(100), back.bandwidth_gbps(256 * 1024, 1) * 1e9);
+  EXPECT_FALSE(j.contains("allreduce"));
+  EXPECT_FALSE(hw.allreduce);
+}
+
+TEST(Probe, AllreduceRoundTripsAndGivesTheHardwareALink) {
+  HardwareProfile p = tiny_probe();
+  p.allreduce = fit_allreduce(2, "veth", {{4, 50e-6}, {4096, 80e-6}, {1 << 20, 13e-3}});
+  const HardwareProfile back = profile_from_json(profile_to_json(p));
+  ASSERT_TRUE(back.allreduce);
+  EXPECT_EQ(back.allreduce->ranks, 2);
+  EXPECT_EQ(back.allreduce->transport, "veth");
+  EXPECT_EQ(back.allreduce->samples.size(), 3u);
+  EXPECT_DOUBLE_EQ(back.allreduce->alpha_s, 50e-6);
+  EXPECT_DOUBLE_EQ(back.allreduce->seconds(2050), 65e-6);  // halfway from 4 B to 4 KiB
+  const Hardware hw = hardware_from_profile(back, 1);
+  EXPECT_NE(hw.link.find("2 ranks (veth)"), std::string::npos) << hw.link;
+  EXPECT_GT(hw.link_bandwidth, 0);
+  EXPECT_THROW(fit_allreduce(2, "one size", {{4, 1e-6}}), Error);
 }
 
 TEST(Probe, RejectsMalformedProfiles) {
