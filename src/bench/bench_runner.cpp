@@ -231,12 +231,13 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   run_once(std::min<int64_t>(c.gen, 4), nullptr);
   std::vector<double> main, prefill, stream;
   const std::span<const uint8_t> weights = model_.streamed_weights();
-  const bool baseline = !prefill_only && !weights.empty();
+  const TensorParallelGroup* group = model_.tensor_parallel();
+  // Split over ranks, the leader alone would read only its slice: no baseline.
+  const bool baseline = !prefill_only && !weights.empty() && group == nullptr;
   std::optional<ForwardTrace> trace;
   if (breakdown) trace.emplace();
   engine.take_step_times();
   const SpeculativeCounts before = engine.speculative();
-  const TensorParallelGroup* group = model_.tensor_parallel();
   double collective = 0, timed = 0;
   int64_t counted = 0;
   for (int r = 0; r < repetitions; ++r) {
