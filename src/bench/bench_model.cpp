@@ -20,11 +20,6 @@ namespace {
 // Bumped when synthesized files change, so stale cached models are not reused.
 constexpr int kSynthFormatVersion = 1;
 
-// The token embedding is a lookup (one row per token) unless it doubles as the output head.
-bool read_per_step(const GgufFile& file, const GgufTensor& t) {
-  return t.name != "token_embd.weight" || file.find_tensor("output.weight") == nullptr;
-}
-
 }  // namespace
 
 std::string tps_cache_dir() {
@@ -73,6 +68,10 @@ BenchModelInfo describe_model(const GgufFile& file, const ModelConfig& config) {
   info.file = file.path();
   info.config = config;
   info.weight_bytes = static_cast<int64_t>(file.tensor_data_bytes());
+  // The token embedding is a lookup (one row per token) unless it doubles as the output head.
+  const bool lookup_only = file.find_tensor("output.weight") != nullptr;
+  for (const auto& t : file.tensors())
+    if (t.name != "token_embd.weight" || !lookup_only) info.step_weight_bytes += static_cast<int64_t>(t.nbytes);
   std::map<GgmlType, int64_t> bytes_by_type;
   for (const auto& t : file.tensors()) {
     info.params += t.n_elements();
@@ -89,18 +88,6 @@ BenchModelInfo describe_model(const GgufFile& file, const ModelConfig& config) {
     info.weight_type = type_name(best->first);
   }
   return info;
-}
-
-ModelCost model_cost(const GgufFile& file, const ModelConfig& config) {
-  ModelCost cost;
-  cost.config = config;
-  for (const auto& t : file.tensors()) {
-    if (!read_per_step(file, t)) continue;
-    cost.weight_bytes_per_step += double(t.nbytes);
-    if (t.dims.size() >= 2) cost.matmul_params += double(t.n_elements());
-  }
-  cost.kv_bytes_per_position = 2.0 * config.n_layers * config.kv_dim() * KvCache::kBytesPerValue;
-  return cost;
 }
 
 }  // namespace tps

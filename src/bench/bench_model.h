@@ -5,7 +5,6 @@
 #include <functional>
 #include <string>
 
-#include "bench/bench_cost.h"
 #include "bench/bench_report.h"
 #include "core/thread_pool.h"
 #include "formats/gguf.h"
@@ -23,7 +22,5 @@ std::string cached_synth_model(const std::string& preset, const std::string& typ
 
 // Sizes, parameter count and weight type name from the file's tensors and metadata.
 BenchModelInfo describe_model(const GgufFile& file, const ModelConfig& config);
-// Bytes and multiply-adds per forward pass and token.
-ModelCost model_cost(const GgufFile& file, const ModelConfig& config);
 
 }  // namespace tps

@@ -21,6 +21,7 @@ nlohmann::json model_json(const BenchModelInfo& m) {
                       {"weight_type", m.weight_type},
                       {"weight_bytes", m.weight_bytes},
                       {"params", m.params},
+                      {"step_weight_bytes", m.step_weight_bytes},
                       {"shape", shape_json(m.config)}};
   if (!m.preset.empty()) j["preset"] = m.preset;
   return j;
@@ -74,21 +75,41 @@ Breakdown breakdown_of(const ForwardTrace& trace, const BenchCase& c, const Spre
 
 }  // namespace
 
-BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs) {
+MeasuredRun measured_run(const BenchCase& c, const BenchModelInfo& model, int ranks, const std::string& compute_path,
+                         double tokens_per_s) {
+  MeasuredRun r;
+  r.test = c.test_name();
+  r.kind = c.kind == BenchKind::kPrefill ? "pp" : c.kind == BenchKind::kDecode ? "tg" : "batched";
+  r.model_label = model.label();
+  r.model = roofline_model_from(model.config);
+  r.weight_type = model.weight_type;
+  r.weight_bytes = model.weight_bytes;
+  r.params = model.params;
+  r.bits_per_weight = step_bits_per_weight(r.model, double(model.step_weight_bytes));
+  r.threads = c.threads * ranks;
+  r.compute_path = compute_path;
+  r.batch = c.batch;
+  r.prompt_tokens = c.prompt;
+  r.gen_tokens = c.gen;
+  r.depth = c.depth;
+  r.tokens_per_s = tokens_per_s;
+  return r;
+}
+
+BenchRow bench_row(const BenchMeasurement& m, const BenchModelInfo& model, const HardwareSource& hw,
+                   const std::string& compute_path) {
   auto phase = [&](const BenchCase& c, const Spread& s) {
-    PhaseResult p{s, case_cost(model, c), {}, {}, 0};
-    p.figures = roofline_figures(p.cost, roofs, s.mean);
-    return p;
+    return PhaseResult{s, bound_of_row(measured_run(c, model, m.ranks, compute_path, s.mean), hw), {}, 0};
   };
   const BenchCase& c = m.bench_case;
   BenchRow row;
   row.test = c.test_name();
   row.bench_case = c;
-  row.roofs = roofs;
+  row.compute_path = compute_path;
   row.result = phase(c, m.tokens_per_s);
   if (m.breakdown) row.breakdown = breakdown_of(*m.breakdown, c, m.tokens_per_s);
   row.result.stream_gbps = m.stream_gbps;
-  if (m.stream_gbps.mean > 0) row.result.mbu_stream = row.result.figures.achieved_gbps / m.stream_gbps.mean;
+  if (m.stream_gbps.mean > 0) row.result.mbu_stream = row.result.figures.achieved_bytes_per_s / 1e9 / m.stream_gbps.mean;
   if (m.ranks > 1 && m.timed_tokens > 0 && m.timed_seconds > 0)
     row.collective = CollectiveFigures{m.ranks, m.collective_seconds / double(m.timed_tokens),
                                        m.collective_seconds / m.timed_seconds};
@@ -126,18 +147,18 @@ std::optional<BenchFormat> parse_bench_format(const std::string& name) {
 namespace {
 
 nlohmann::json phase_json(const PhaseResult& p) {
+  const RowAnalysis& f = p.figures;
   nlohmann::json j = {{"tokens_per_s", p.tokens_per_s.mean},
           {"std", p.tokens_per_s.std},
           {"samples", p.tokens_per_s.samples},
-          {"bytes_per_token", p.cost.bytes_per_token},
-          {"ops_per_token", p.cost.ops_per_token},
-          {"mean_context", p.cost.mean_context},
-          {"achieved_gbps", p.figures.achieved_gbps},
-          {"mbu", p.figures.mbu},
-          {"achieved_ops_per_s", p.figures.achieved_ops},
-          {"mfu", p.figures.mfu},
-          {"bound_tokens_per_s", p.figures.bound_tokens_per_s},
-          {"bound", p.figures.compute_bound ? "compute" : "memory"}};
+          {"bytes_per_token", f.bytes_per_token},
+          {"ops_per_token", f.flops_per_token},
+          {"achieved_gbps", f.achieved_bytes_per_s / 1e9},
+          {"mbu", f.mbu},
+          {"achieved_ops_per_s", f.achieved_flops_per_s},
+          {"mfu", f.mfu},
+          {"bound_tokens_per_s", f.predicted_tokens_per_s},
+          {"bound", f.predicted_bound}};
   if (!p.stream_gbps.samples.empty()) {
     j["stream_gbps"] = p.stream_gbps.mean;
     j["stream_gbps_std"] = p.stream_gbps.std;
@@ -161,9 +182,9 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                       {"gen_tokens", c.gen},
                       {"depth", c.depth},
                       {"repetitions", r.result.tokens_per_s.samples.size()},
-                      {"read_gbps", r.roofs.read_gbps},
-                      {"peak_ops_per_s", r.roofs.peak_ops},
-                      {"compute_path", r.roofs.path}};
+                      {"read_gbps", r.result.figures.peak_bytes_per_s / 1e9},
+                      {"peak_ops_per_s", r.result.figures.peak_flops_per_s},
+                      {"compute_path", r.compute_path}};
   j.update(phase_json(r.result));
   if (r.prefill) j["prefill"] = phase_json(*r.prefill);
   if (r.speculative) {
@@ -231,7 +252,7 @@ std::string breakdown_markdown(const BenchRow& r) {
     out += fmt::format("| {} | {:.3f} | {:.1f}% | {:.1f}% | {} | {} | {} |\n", s.step, 1e3 * s.seconds, 100 * s.share,
                        100 * s.wait_share, weights ? human_bytes(s.weight_bytes) : "-",
                        weights ? fmt::format("{:.1f}", s.gbps) : "-",
-                       weights && r.roofs.read_gbps > 0 ? fmt::format("{:.0f}%", 100 * s.gbps / r.roofs.read_gbps) : "-");
+                       weights ? fmt::format("{:.0f}%", 100 * s.gbps * 1e9 / r.result.figures.peak_bytes_per_s) : "-");
   }
   return out;
 }
@@ -260,14 +281,15 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
         const PhaseResult& p = r.result;
         out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.3f},{:.3f},{:.0f},{:.3f},{:.4f},{:.0f},{:.4g},{:.4f},{:.3f},{},",
                            csv_field(m.label()), m.weight_type, m.weight_bytes, m.params, c.threads, r.test, c.batch,
-                           c.prompt, c.gen, c.depth, p.tokens_per_s.mean, p.tokens_per_s.std, p.cost.bytes_per_token,
-                           p.figures.achieved_gbps, p.figures.mbu, p.cost.ops_per_token, p.figures.achieved_ops,
-                           p.figures.mfu, p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
+                           c.prompt, c.gen, c.depth, p.tokens_per_s.mean, p.tokens_per_s.std, p.figures.bytes_per_token,
+                           p.figures.achieved_bytes_per_s / 1e9, p.figures.mbu, p.figures.flops_per_token,
+                           p.figures.achieved_flops_per_s, p.figures.mfu, p.figures.predicted_tokens_per_s,
+                           p.figures.predicted_bound);
         out += r.prefill ? fmt::format("{:.3f},{:.3f},", r.prefill->tokens_per_s.mean, r.prefill->tokens_per_s.std)
                          : std::string(",,");
         out += p.stream_gbps.samples.empty() ? std::string(",,")
                                              : fmt::format("{:.3f},{:.4f},", p.stream_gbps.mean, p.mbu_stream);
-        out += fmt::format("{},{}\n", report.kernels, r.roofs.path);
+        out += fmt::format("{},{}\n", report.kernels, r.compute_path);
       }
       return out;
     case BenchFormat::kMarkdown:
@@ -280,17 +302,18 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
     std::string mbu_run = p.stream_gbps.samples.empty() ? "-" : fmt::format("{:.0f}%", 100 * p.mbu_stream);
     out += fmt::format("| {} | {} | {} | {} | {} | {} | {:.2f} ± {:.2f} | {} | {:.1f} | {:.0f}% | {} | {:.1f} | {:.1f}% | {} | {:.1f} ({}) |\n",
                        m.label(), m.weight_type, human_bytes(double(m.weight_bytes)), human_count(double(m.params)),
-                       c.threads, name, p.tokens_per_s.mean, p.tokens_per_s.std, human_bytes(p.cost.bytes_per_token),
-                       p.figures.achieved_gbps, 100 * p.figures.mbu, mbu_run, p.figures.achieved_ops / 1e9, 100 * p.figures.mfu,
-                       path, p.figures.bound_tokens_per_s, p.figures.compute_bound ? "compute" : "memory");
+                       c.threads, name, p.tokens_per_s.mean, p.tokens_per_s.std, human_bytes(p.figures.bytes_per_token),
+                       p.figures.achieved_bytes_per_s / 1e9, 100 * p.figures.mbu, mbu_run,
+                       p.figures.achieved_flops_per_s / 1e9, 100 * p.figures.mfu, path, p.figures.predicted_tokens_per_s,
+                       p.figures.predicted_bound);
   };
   for (const auto& r : report.rows) {
     const BenchCase& c = r.bench_case;
     if (r.prefill) {
-      line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill, r.roofs.path);
-      line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result, r.roofs.path);
+      line(c, fmt::format("B{} pp{}", c.batch, c.prompt), *r.prefill, r.compute_path);
+      line(c, fmt::format("B{} tg{}", c.batch, c.gen), r.result, r.compute_path);
     } else {
-      line(c, r.speculative ? r.test + " " + r.speculative->drafter : r.test, r.result, r.roofs.path);
+      line(c, r.speculative ? r.test + " " + r.speculative->drafter : r.test, r.result, r.compute_path);
     }
   }
   for (const auto& r : report.rows) {

@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_cost.h"
 #include "bench/bench_runner.h"
 #include "model/model_config.h"
+#include "roofline/measurement.h"
 
 namespace tps {
 
@@ -20,6 +20,7 @@ struct BenchModelInfo {
   std::string file;         // the GGUF measured
   std::string weight_type;  // "q4_0", "q4_k_m", ...
   int64_t weight_bytes = 0; // all tensor data
+  int64_t step_weight_bytes = 0;  // the tensors a forward pass reads (not the embedding table unless tied)
   int64_t params = 0;
   ModelConfig config;
 
@@ -28,10 +29,12 @@ struct BenchModelInfo {
 
 struct PhaseResult {
   Spread tokens_per_s;
-  CaseCost cost;
-  RooflineFigures figures;
+  // The roofline's analysis against the roofs alone (roofs_only()): its prediction is the
+  // bound, with bytes and ops per token, MBU and MFU; the same figures `tps roofline
+  // --measured` gives for the JSON row.
+  RowAnalysis figures;
   Spread stream_gbps;      // the in-run read baseline (decode phases; else empty)
-  double mbu_stream = 0;   // achieved_gbps / stream_gbps.mean
+  double mbu_stream = 0;   // achieved bytes/s over stream_gbps.mean
 };
 
 // Where the measured phase's time went (`tps bench --breakdown`), per token of it.
@@ -72,7 +75,7 @@ struct CollectiveFigures {
 struct BenchRow {
   std::string test;  // "pp512", "tg128", "batched"
   BenchCase bench_case;
-  Roofs roofs;
+  std::string compute_path;            // the kernels' (kernels/matmul.h compute_path)
   PhaseResult result;                  // pp: the prefill; tg and batched: the decode
   std::optional<PhaseResult> prefill;  // batched: the B prompts' prefill
   std::optional<Breakdown> breakdown;  // of `result`
@@ -80,7 +83,12 @@ struct BenchRow {
   std::optional<CollectiveFigures> collective;
 };
 
-BenchRow bench_row(const BenchMeasurement& m, const ModelCost& model, const Roofs& roofs);
+// A phase of a bench case as the roofline sees a measured run; `ranks`: a tensor-parallel
+// group's size (the roofs are those of every rank's threads together).
+MeasuredRun measured_run(const BenchCase& c, const BenchModelInfo& model, int ranks, const std::string& compute_path,
+                         double tokens_per_s);
+BenchRow bench_row(const BenchMeasurement& m, const BenchModelInfo& model, const HardwareSource& hw,
+                   const std::string& compute_path);
 
 enum class BenchFormat { kMarkdown, kCsv, kJson, kJsonl };
 std::optional<BenchFormat> parse_bench_format(const std::string& name);

@@ -43,17 +43,4 @@ LoadedProfile find_or_probe_profile(const std::string& path, int threads,
                                (dir / "profile.json").string())};
 }
 
-Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& path) {
-  Roofs r;
-  r.read_gbps = profile.bandwidth_gbps(bytes, threads);
-  r.path = path;
-  const ComputePeak* peak = profile.peak(path);
-  if (!peak || peak->by_threads.empty()) {
-    peak = profile.peak("f32");
-    r.path = "f32";
-  }
-  if (peak && !peak->by_threads.empty()) r.peak_ops = peak->ops_per_s(threads);
-  return r;
-}
-
 }  // namespace tps

@@ -6,7 +6,6 @@
 #include <optional>
 #include <string>
 
-#include "bench/bench_cost.h"
 #include "roofline/probe.h"
 
 namespace tps {
@@ -25,9 +24,5 @@ LoadedProfile find_or_probe_profile(const std::string& path, int threads,
 // of the probe (kProbeVersion); an older one is skipped with a status line.
 std::optional<LoadedProfile> cached_profile(const std::string& dir,
                                             const std::function<void(const std::string&)>& status);
-
-// Read bandwidth for a working set of `bytes` and the peak of compute path `path`
-// (kernels' compute_path; the f32 peak where the profile lacks it), at `threads` threads.
-Roofs roofs_from_profile(const HardwareProfile& profile, int threads, int64_t bytes, const std::string& path);
 
 }  // namespace tps

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "bench/bench_cost.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "engine/engine.h"
@@ -34,6 +33,10 @@ Spread spread_of(std::vector<double> samples) {
 BenchRunner::BenchRunner(Model& model, uint64_t seed) : model_(model), rng_(seed) {}
 
 namespace {
+
+// Prefill passes are split into chunks of at most this many rows (llama.cpp's n_ubatch;
+// the roofline's Deployment::ubatch).
+constexpr int64_t kPrefillChunkRows = 512;
 
 // One case's engine: the KV cache holds every sequence's depth, prompt and generated
 // tokens (plus the shared depth prefix and a block each for copy-on-write); prefill

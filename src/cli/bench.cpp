@@ -112,9 +112,9 @@ int run_bench(const BenchArgs& a) {
   report.model.preset = preset;
   report.repetitions = a.repetitions;
   report.created = utc_now_iso8601();
-  ModelCost cost = model_cost(model->gguf(), model->config());
   LoadedProfile profile = find_or_probe_profile(a.profile, max_threads * a.tp, status);
   report.profile = profile_to_json(profile.profile);
+  const HardwareSource roofs{profile.profile, std::nullopt};
   report.roofs_source = profile.source;
   report.kernels = isa_name(active_isa());
 
@@ -139,13 +139,12 @@ int run_bench(const BenchArgs& a) {
     };
     BenchMeasurement m = runner.run(c, a.repetitions, c.threads, case_status, a.breakdown);
     // Split over ranks on this host, the row's threads are each rank's.
-    Roofs roofs = roofs_from_profile(profile.profile, c.threads * a.tp, static_cast<int64_t>(cost.weight_bytes_per_step),
-                                     compute_path(active_isa(), quantized, c.step_rows()));
-    report.rows.push_back(bench_row(m, cost, roofs));
+    const std::string path = compute_path(active_isa(), quantized, c.step_rows());
+    report.rows.push_back(bench_row(m, report.model, roofs, path));
     if (spec.mode != SpecMode::kOff && c.kind != BenchKind::kPrefill) {
       // The same case with speculation, right after the plain one.
       BenchMeasurement s = runner.run(c, a.repetitions, c.threads, case_status, false, {spec, draft.get()});
-      BenchRow row = bench_row(s, cost, roofs);
+      BenchRow row = bench_row(s, report.model, roofs, path);
       row.speculative = speculative_figures(s, m, drafter);
       report.rows.push_back(std::move(row));
     }

@@ -31,6 +31,7 @@ struct RooflineArgs {
   bool json = false;
   std::string plot, efficiency_file, save_efficiency;
   std::vector<std::string> measured, calibrate;  // result files, rows merged
+  std::string spec_accept_from;                  // a tps bench JSON with a speculative row
   double eff_bandwidth = 0, eff_compute = 0, layer_latency_us = -1;
 };
 
@@ -69,6 +70,50 @@ HardwareSource hardware_source(const RooflineArgs& a, const BenchResults* result
   return hs;
 }
 
+// The per-token acceptance the speculative rows are predicted with: that of the first
+// speculative row of --spec-accept-from, else none (each row's own).
+struct AcceptanceSource {
+  std::optional<double> alpha;
+  std::string from;
+};
+
+AcceptanceSource acceptance_source(const std::string& path) {
+  if (path.empty()) return {};
+  for (const MeasuredRun& row : load_bench_results(path).rows)
+    if (row.speculative && row.speculative->mean_draft_length > 0)
+      return {row.speculative->per_token_acceptance(), fmt::format("{} ({})", path, row.test)};
+  fail("--spec-accept-from {}: no row with speculative decoding that drafted", path);
+}
+
+double predicted_speedup(const SpeculativeRun& s, const AcceptanceSource& acceptance) {
+  return acceptance.alpha ? s.predicted_speedup(*acceptance.alpha) : s.predicted_speedup();
+}
+
+// Speculative rows: the speedup predicted from acceptance and the run's costs, measured.
+std::string speculative_table(const BenchResults& res, const AcceptanceSource& acceptance) {
+  std::string o;
+  auto out = std::back_inserter(o);
+  for (const auto& row : res.rows) {
+    if (!row.speculative) continue;
+    const SpeculativeRun& s = *row.speculative;
+    if (o.empty())
+      fmt::format_to(out, "\nspeculative decoding{}:\n{:<8} {:<16} {:<10} {:>6} {:>7} {:>6} {:>6} {:>6} {:>6} {:>9} {:>9} {:>7}\n",
+                     acceptance.alpha ? fmt::format(", acceptance per token {:.3f} from {}", *acceptance.alpha, acceptance.from)
+                                      : std::string(),
+                     "test", "model", "drafter", "k", "accept", "L", "f", "r", "d", "predicted", "measured", "error");
+    const double p = predicted_speedup(s, acceptance);
+    fmt::format_to(out, "{:<8} {:<16} {:<10} {:>6.2f} {:>7.3f} {:>6.2f} {:>6.3f} {:>6.2f} {:>6.3f} {:>8.2f}x {:>8.2f}x {:>6.0f}%\n",
+                   row.test, row.model_label, s.drafter, s.mean_draft_length, s.acceptance_rate,
+                   s.mean_accepted_length, s.verify_step_share, s.verify_cost_ratio, s.draft_cost, p,
+                   s.measured_speedup, 100 * (p / s.measured_speedup - 1));
+  }
+  if (!o.empty())
+    o += "(k: drafted per verify step; accept: accepted / drafted; L: accepted per verify step; f: verify steps / "
+         "steps; r: verify cost ratio; d: drafting per verify step in plain steps; predicted = (1 + f L) / (1 + f "
+         "(r - 1 + d)))\n";
+  return o;
+}
+
 // Before/after table of a calibration, or MBU/MFU of measured runs.
 std::string measured_table(const BenchResults& res, const HardwareSource& hs, const Efficiency& eff,
                            const Efficiency* before) {
@@ -92,7 +137,8 @@ std::string measured_table(const BenchResults& res, const HardwareSource& hs, co
   return o;
 }
 
-nlohmann::json measured_json(const BenchResults& res, const HardwareSource& hs, const Efficiency& eff) {
+nlohmann::json measured_json(const BenchResults& res, const HardwareSource& hs, const Efficiency& eff,
+                            const AcceptanceSource& acceptance = {}) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : res.rows) {
     RowAnalysis a = analyze_row(row, hs, eff);
@@ -103,6 +149,19 @@ nlohmann::json measured_json(const BenchResults& res, const HardwareSource& hs, 
                     {"peak_bytes_per_s", a.peak_bytes_per_s}, {"peak_flops_per_s", a.peak_flops_per_s},
                     {"compute_path", a.compute_path}, {"mbu", a.mbu}, {"mfu", a.mfu}, {"bound", a.bound},
                     {"predicted_bound", a.predicted_bound}});
+    if (row.speculative) {
+      const SpeculativeRun& sp = *row.speculative;
+      rows.back()["speculative"] = {{"drafter", sp.drafter},
+                                    {"mean_draft_length", sp.mean_draft_length},
+                                    {"acceptance_rate", sp.acceptance_rate},
+                                    {"mean_accepted_length", sp.mean_accepted_length},
+                                    {"per_token_acceptance", sp.per_token_acceptance()},
+                                    {"verify_step_share", sp.verify_step_share},
+                                    {"verify_cost_ratio", sp.verify_cost_ratio},
+                                    {"draft_cost", sp.draft_cost},
+                                    {"predicted_speedup", predicted_speedup(sp, acceptance)},
+                                    {"measured_speedup", sp.measured_speedup}};
+    }
   }
   return rows;
 }
@@ -183,12 +242,14 @@ int run_roofline(const RooflineArgs& a) {
       return 0;
     }
   }
+  if (!a.spec_accept_from.empty() && a.measured.empty()) fail("--spec-accept-from needs --measured");
   if (!a.measured.empty()) {
     BenchResults res = read_all_measured(a.measured, a, lm);
     HardwareSource hs = hardware_source(a, &res);
+    const AcceptanceSource acceptance = acceptance_source(a.spec_accept_from);
     if (a.json) fmt::print("{}\n", nlohmann::json{{"efficiency", efficiency_to_json(eff)},
-                                                  {"rows", measured_json(res, hs, eff)}}.dump(2));
-    else fmt::print("{}", measured_table(res, hs, eff, nullptr));
+                                                  {"rows", measured_json(res, hs, eff, acceptance)}}.dump(2));
+    else fmt::print("{}{}", measured_table(res, hs, eff, nullptr), speculative_table(res, acceptance));
     return 0;
   }
   if (!lm) fail("nothing to do: give a model (--preset, --config or --model), --measured, --calibrate "
@@ -287,6 +348,9 @@ const CommandRegistration kRoofline{
       sub.add_option("--plot", a->plot, "write an SVG roofline chart");
       sub.add_option("--measured", a->measured, "tps bench / tps load result JSONs (comma list): MBU, MFU, bound per run")
           ->delimiter(',');
+      sub.add_option("--spec-accept-from", a->spec_accept_from,
+                     "with --measured: predict the speculative rows' speedups with the per-token acceptance of "
+                     "this tps bench JSON's speculative row (another workload) instead of their own");
       sub.add_option("--calibrate", a->calibrate, "fit the efficiency fractions to the runs of result JSONs (comma list)")
           ->delimiter(',');
       sub.add_option("--save-efficiency", a->save_efficiency, "write the calibrated fractions here");

@@ -5,6 +5,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "roofline/estimator.h"
 #include "roofline/number_formats.h"
 
 namespace tps {
@@ -54,8 +55,13 @@ MeasuredRun parse_row(const nlohmann::json& r, const std::string& where) {
   row.weight_bytes = get<int64_t>(m, "weight_bytes", where + ".model", int64_t{0});
   row.params = get<int64_t>(m, "params", where + ".model", int64_t{0});
   if (row.weight_bytes > 0 && row.params > 0) row.bits_per_weight = 8.0 * row.weight_bytes / row.params;
+  if (double step_bytes = get<double>(m, "step_weight_bytes", where + ".model", 0.0); step_bytes > 0)
+    row.bits_per_weight = step_bits_per_weight(row.model, step_bytes);
   row.kv_type = get<std::string>(r, "kv_type", where, std::string{"f16"});
   row.threads = get<int>(r, "threads", where, 0);
+  row.compute_path = get<std::string>(r, "compute_path", where, std::string{});
+  if (r.contains("tensor_parallel") && r["tensor_parallel"].is_object())
+    row.threads *= get<int>(r["tensor_parallel"], "ranks", where + ".tensor_parallel", 1);
   row.batch = get<int64_t>(r, "batch", where, int64_t{1});
   row.prompt_tokens = get<int64_t>(r, "prompt_tokens", where, int64_t{0});
   row.gen_tokens = get<int64_t>(r, "gen_tokens", where, int64_t{0});
@@ -67,6 +73,8 @@ MeasuredRun parse_row(const nlohmann::json& r, const std::string& where) {
   if (row.batch < 1) fail("{}: batch must be at least 1", where);
   if (row.kind == "pp" && row.prompt_tokens < 1) fail("{}: a pp test needs prompt_tokens", where);
   if (row.kind != "pp" && row.gen_tokens < 1) fail("{}: a {} test needs gen_tokens", where, row.kind);
+  const double repetitions = get<double>(r, "repetitions", where, 1.0);
+  row.speculative = parse_speculative_run(r, double(row.gen_tokens * row.batch) * repetitions, where);
   return row;
 }
 

@@ -10,6 +10,7 @@
 
 #include "roofline/probe.h"
 #include "roofline/roofline_model.h"
+#include "roofline/speculative_run.h"
 
 namespace tps {
 
@@ -19,11 +20,12 @@ struct MeasuredRun {
   std::string model_label;   // the preset name or file
   RooflineModel model;
   std::string weight_type;   // a weight format name (number_formats.h)
-  double bits_per_weight = 0;  // weight_bytes * 8 / params when both are given, else the format's
+  double bits_per_weight = 0;  // step_weight_bytes', else weight_bytes * 8 / params when both are given, else the format's
   int64_t weight_bytes = 0;
   int64_t params = 0;
   std::string kv_type = "f16";
   int threads = 0;
+  std::string compute_path;    // the kernels' (tps bench rows); empty: not known
   int64_t batch = 1;
   int64_t prompt_tokens = 0;
   int64_t gen_tokens = 0;
@@ -31,6 +33,7 @@ struct MeasuredRun {
   double tokens_per_s = 0;
   double std = 0;
   double bytes_per_token = 0;  // 0: not reported
+  std::optional<SpeculativeRun> speculative;  // a tps bench row run with a drafter
 };
 
 struct BenchResults {

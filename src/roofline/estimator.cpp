@@ -58,6 +58,12 @@ Deployment make_deployment(const std::string& weight_type, const std::string& kv
   return d;
 }
 
+double step_bits_per_weight(const RooflineModel& m, double step_weight_bytes) {
+  const int64_t norms = m.base.n_layers * m.norm_params() + m.base.dim;
+  const int64_t matrices = m.active_params() - norms - (m.base.tied_output ? 0 : m.embedding_params());
+  return 8.0 * (step_weight_bytes - 4.0 * static_cast<double>(norms)) / static_cast<double>(matrices);
+}
+
 Estimator::Estimator(RooflineModel model, Hardware hw, Deployment dep, Efficiency eff)
     : model_(std::move(model)), hw_(std::move(hw)), dep_(std::move(dep)), eff_(std::move(eff)) {
   const ModelConfig& c = model_.base;
@@ -204,21 +210,38 @@ PassCost& PassCost::operator+=(const PassCost& o) {
   return *this;
 }
 
+std::vector<PassCost> Estimator::prefill_passes(int64_t sequences, int64_t prompt, int64_t depth) const {
+  // Each piece of a sequence in a pass reads that sequence's cache once (tiled attention);
+  // its token i (1-based) attends to the cached positions before it plus i (causal mask).
+  std::vector<PassCost> passes;
+  const int64_t total = sequences * prompt;
+  for (int64_t start = 0; start < total; start += dep_.ubatch) {
+    const int64_t end = std::min(total, start + dep_.ubatch);
+    double pairs = 0, kv_read = 0;
+    int64_t logits = 0;
+    for (int64_t row = start; row < end;) {
+      const int64_t done = row % prompt;  // of this sequence, before the pass
+      const int64_t n = std::min(end - row, prompt - done);
+      const double cached = static_cast<double>(depth + done), t = static_cast<double>(n);
+      pairs += t * cached + 0.5 * t * (t + 1);
+      kv_read += cached;
+      if (done + n == prompt) ++logits;
+      row += n;
+    }
+    passes.push_back(pass_cost(end - start, pairs, kv_read, static_cast<double>(end - start), logits));
+  }
+  return passes;
+}
+
 PassCost Estimator::prefill_total_cost(int64_t prompt, int64_t depth) const {
   PassCost total;
-  for (int64_t done = 0; done < prompt; done += dep_.ubatch) {
-    int64_t n = std::min(dep_.ubatch, prompt - done);
-    total += prefill_cost(n, depth + done, done + n == prompt ? 1 : 0);
-  }
+  for (const PassCost& pass : prefill_passes(1, prompt, depth)) total += pass;
   return total;
 }
 
 double Estimator::prefill_seconds(int64_t prompt, int64_t depth) const {
   double s = 0;
-  for (int64_t done = 0; done < prompt; done += dep_.ubatch) {
-    int64_t n = std::min(dep_.ubatch, prompt - done);
-    s += time(prefill_cost(n, depth + done, done + n == prompt ? 1 : 0)).seconds;
-  }
+  for (const PassCost& pass : prefill_passes(1, prompt, depth)) s += time(pass).seconds;
   return s;
 }
 
@@ -248,7 +271,7 @@ int64_t Estimator::max_batch(int64_t context) const {
   return static_cast<int64_t>(std::floor(free / per_seq)) * replicas();
 }
 
-double speculative_tokens_per_step(double alpha, int k) {
+double speculative_tokens_per_step(double alpha, double k) {
   if (alpha >= 1) return k + 1.0;
   return (1 - std::pow(alpha, k + 1)) / (1 - alpha);
 }
@@ -257,7 +280,7 @@ double speculative_speedup(double alpha, int k, double c, double verify_cost_rat
   return speculative_tokens_per_step(alpha, k) / (k * c + verify_cost_ratio);
 }
 
-double per_token_acceptance(double mean_accepted_length, int k) {
+double per_token_acceptance(double mean_accepted_length, double k) {
   if (mean_accepted_length <= 0) return 0;
   if (mean_accepted_length >= k) return 1;
   double lo = 0, hi = 1;

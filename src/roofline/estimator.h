@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +42,10 @@ struct Deployment {
   int64_t ubatch = 512;          // prompt tokens per forward pass during prefill
 };
 Deployment make_deployment(const std::string& weight_type, const std::string& kv_type, int gpus, int tp);
+// Bits per weight of the matrices a forward pass reads, from the bytes of every tensor it
+// reads (the token embedding only where it is the output head too): the norm vectors are
+// f32, as the estimator counts them. Exact for files that mix weight types.
+double step_bits_per_weight(const RooflineModel& model, double step_weight_bytes);
 
 // Work of one forward pass on one device.
 struct PartCost {
@@ -92,7 +97,11 @@ class Estimator {
   PassTime time(const PassCost& cost) const;
 
   double decode_step_seconds(int64_t batch, double context) const;
-  // A whole prompt in ubatch-sized passes: summed work, and time (each pass timed alone).
+  // The forward passes that prefill `sequences` prompts of `prompt` tokens each, after
+  // `depth` cached ones: the prompts laid end to end and cut into ubatch-row passes, as
+  // a scheduler with that token budget packs them.
+  std::vector<PassCost> prefill_passes(int64_t sequences, int64_t prompt, int64_t depth) const;
+  // One prompt: summed work, and time (each pass timed alone).
   PassCost prefill_total_cost(int64_t prompt, int64_t depth) const;
   double prefill_seconds(int64_t prompt, int64_t depth) const;
   // Seconds of the two allreduces per layer of a pass of `tokens` tokens.
@@ -125,10 +134,11 @@ class Estimator {
 // speedup = E / (k c + r), c = a draft pass over a target step, r = the verify cost
 // ratio (a target step of k + 1 tokens over one of 1 token; 1 where decode is purely
 // bandwidth-bound).
-double speculative_tokens_per_step(double alpha, int k);
+// k may be a mean over steps (a fractional draft length): the same series, extended.
+double speculative_tokens_per_step(double alpha, double k);
 double speculative_speedup(double alpha, int k, double c, double verify_cost_ratio = 1.0);
 // The per-token acceptance whose mean accepted length over k drafts is `length` (as
 // tps bench and /metrics report it), by bisection; in [0, 1].
-double per_token_acceptance(double mean_accepted_length, int k);
+double per_token_acceptance(double mean_accepted_length, double k);
 
 }  // namespace tps

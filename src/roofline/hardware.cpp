@@ -161,7 +161,7 @@ const Hardware& find_hardware(const std::string& id) {
   fail("unknown hardware '{}' (known: {}; or --profile probe.json)", id, fmt::join(ids, ", "));
 }
 
-Hardware hardware_from_profile(const HardwareProfile& p, int threads) {
+Hardware hardware_from_profile(const HardwareProfile& p, int threads, const std::string& kernel_path) {
   int t = threads > 0 ? threads : p.threads;
   Hardware h;
   h.id = "probe";
@@ -173,12 +173,21 @@ Hardware hardware_from_profile(const HardwareProfile& p, int threads) {
   h.bandwidth = p.bandwidth_gbps(largest, t) * 1e9;
   for (const auto& b : p.bandwidth)
     if (b.bytes < largest) h.bandwidth_by_size.push_back({b.bytes, p.bandwidth_gbps(b.bytes, t) * 1e9});
-  // AMX, where measured, is the faster engine for the same number format.
-  for (const auto& [path, amx] : {std::pair{"int8", "amx_int8"}, std::pair{"bf16", "amx_bf16"}, {"f32", ""}}) {
-    double v = 0;
-    if (const ComputePeak* pk = p.peak(path); pk && pk->status == "measured") v = pk->ops_per_s(t);
-    if (const ComputePeak* pk = p.peak(amx); pk && pk->status == "measured") v = std::max(v, pk->ops_per_s(t));
-    if (v > 0) h.peaks[path] = v;
+  auto measured = [&](const std::string& path) {
+    const ComputePeak* pk = p.peak(path);
+    return pk && pk->status == "measured" ? pk->ops_per_s(t) : 0.0;
+  };
+  // f32 always: attention runs on it.
+  if (double f32 = measured("f32"); f32 > 0) h.peaks["f32"] = f32;
+  if (!kernel_path.empty()) {
+    const std::string format = kernel_path.rfind("amx_", 0) == 0 ? kernel_path.substr(4) : kernel_path;
+    if (double v = measured(kernel_path); v > 0) h.peaks[format] = v;
+  } else {
+    // AMX, where measured, is the faster engine for the same number format.
+    for (const auto& [path, amx] : {std::pair{"int8", "amx_int8"}, std::pair{"bf16", "amx_bf16"}}) {
+      double v = std::max(measured(path), measured(amx));
+      if (v > 0) h.peaks[path] = v;
+    }
   }
   h.sources = {{"all figures", "measured by tps probe"}};
   if (p.allreduce) {

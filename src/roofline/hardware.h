@@ -39,6 +39,9 @@ struct Hardware {
 const std::vector<Hardware>& hardware_database();
 const Hardware& find_hardware(const std::string& id);  // throws tps::Error listing the ids
 // The roofs of a probed machine when running on `threads` threads (0: all it measured).
-Hardware hardware_from_profile(const HardwareProfile& profile, int threads);
+// `kernel_path` names the compute path the matmul kernels really take (kernels'
+// compute_path: "int8", "amx_int8", "f32" ...): the roof is that path's peak, under the
+// name of the number format it computes in. Empty: the fastest engine measured per format.
+Hardware hardware_from_profile(const HardwareProfile& profile, int threads, const std::string& kernel_path = "");
 
 }  // namespace tps

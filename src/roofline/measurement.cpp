@@ -9,8 +9,8 @@
 
 namespace tps {
 
-Hardware HardwareSource::for_threads(int threads) const {
-  if (profile) return hardware_from_profile(*profile, threads);
+Hardware HardwareSource::for_threads(int threads, const std::string& kernel_path) const {
+  if (profile) return hardware_from_profile(*profile, threads, kernel_path);
   if (fixed) return *fixed;
   fail("no hardware for the measured runs: pass --profile probe.json or --hardware NAME, "
        "or embed a profile in the results");
@@ -46,20 +46,16 @@ RowWork row_work(const MeasuredRun& row, const Estimator& est) {
     w.flops += c.flops() * times;
     if (w.bound.empty()) w.bound = t.bound;
   };
-  int64_t ub = est.deployment().ubatch;
-  auto add_prefill = [&](int64_t prompt, double times) {
-    for (int64_t done = 0; done < prompt; done += ub) {
-      int64_t n = std::min(ub, prompt - done);
-      add(est.prefill_cost(n, row.depth + done, done + n == prompt ? 1 : 0), times);
-    }
+  auto add_prefill = [&](int64_t sequences, int64_t prompt, double times) {
+    for (const PassCost& pass : est.prefill_passes(sequences, prompt, row.depth)) add(pass, times);
   };
   if (row.kind == "pp") {
-    add_prefill(row.prompt_tokens, 1);
-    w.tokens = static_cast<double>(row.prompt_tokens);
+    add_prefill(row.batch, row.prompt_tokens, 1);
+    w.tokens = static_cast<double>(row.batch * row.prompt_tokens);
   } else if (row.kind == "load") {
     // Each client's prompt is prefilled on its own, then the clients decode together.
     add(est.decode_cost(row.batch, mean_decode_context(row)), static_cast<double>(row.gen_tokens));
-    if (row.prompt_tokens > 0) add_prefill(row.prompt_tokens, static_cast<double>(row.batch));
+    if (row.prompt_tokens > 0) add_prefill(1, row.prompt_tokens, static_cast<double>(row.batch));
     w.bound = est.time(est.decode_cost(row.batch, mean_decode_context(row))).bound;
     w.tokens = static_cast<double>(row.batch * row.gen_tokens);
   } else {  // tg and batched: decode steps of `batch` sequences
@@ -72,17 +68,19 @@ RowWork row_work(const MeasuredRun& row, const Estimator& est) {
 }  // namespace
 
 double predict_tokens_per_s(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff) {
-  Estimator est = estimator_for_row(row, hw.for_threads(row.threads), eff);
+  Estimator est = estimator_for_row(row, hw.for_row(row), eff);
   RowWork w = row_work(row, est);
   return w.tokens / w.seconds;
 }
 
 RowAnalysis analyze_row(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff) {
-  Estimator est = estimator_for_row(row, hw.for_threads(row.threads), eff);
+  Estimator est = estimator_for_row(row, hw.for_row(row), eff);
   RowWork w = row_work(row, est);
   RowAnalysis a;
   a.predicted_tokens_per_s = w.tokens / w.seconds;
   a.predicted_bound = w.bound;
+  a.bytes_per_token = w.bytes / w.tokens;
+  a.flops_per_token = w.flops / w.tokens;
   double measured_seconds = w.tokens / row.tokens_per_s;  // wall time of the same work, measured
   double bytes = w.bytes;
   if (row.bytes_per_token > 0 && (row.kind == "tg" || row.kind == "batched"))
@@ -99,6 +97,16 @@ RowAnalysis analyze_row(const MeasuredRun& row, const HardwareSource& hw, const 
   a.bound = std::max(a.mbu, a.mfu) < kFarFromRoofs ? "overhead" : a.mbu >= a.mfu ? "memory" : "compute";
   return a;
 }
+
+Efficiency roofs_only() {
+  Efficiency e;
+  e.bandwidth = 1;
+  e.compute = 1;
+  e.layer_latency = 0;
+  return e;
+}
+
+RowAnalysis bound_of_row(const MeasuredRun& row, const HardwareSource& hw) { return analyze_row(row, hw, roofs_only()); }
 
 namespace {
 
@@ -188,7 +196,7 @@ Efficiency calibrate(const std::vector<MeasuredRun>& rows, const HardwareSource&
   Efficiency eff = start;
   std::set<std::string> paths;
   for (const auto& r : rows) {
-    Estimator est = estimator_for_row(r, hw.for_threads(r.threads), eff);
+    Estimator est = estimator_for_row(r, hw.for_row(r), eff);
     paths.insert(est.weight_path());
     paths.insert(est.attention_path());
   }

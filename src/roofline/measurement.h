@@ -16,14 +16,21 @@ namespace tps {
 struct HardwareSource {
   std::optional<HardwareProfile> profile;
   std::optional<Hardware> fixed;
-  Hardware for_threads(int threads) const;  // throws tps::Error when neither is set
+  // Throws tps::Error when neither is set. `kernel_path`: hardware_from_profile's.
+  Hardware for_threads(int threads, const std::string& kernel_path = "") const;
+  Hardware for_row(const MeasuredRun& row) const { return for_threads(row.threads, row.compute_path); }
 };
 
 Estimator estimator_for_row(const MeasuredRun& row, const Hardware& hw, const Efficiency& eff);
 double predict_tokens_per_s(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff);
 
+// Bandwidth and peak compute only: no efficiency fractions, no fixed costs.
+Efficiency roofs_only();
+
 struct RowAnalysis {
   double predicted_tokens_per_s = 0;
+  double bytes_per_token = 0;    // of the row's work, as the roofline counts it
+  double flops_per_token = 0;
   double achieved_bytes_per_s = 0;
   double achieved_flops_per_s = 0;
   double peak_bytes_per_s = 0;
@@ -35,6 +42,10 @@ struct RowAnalysis {
   std::string predicted_bound;   // what the roofline expects to dominate
 };
 RowAnalysis analyze_row(const MeasuredRun& row, const HardwareSource& hw, const Efficiency& eff);
+
+// tps bench's figures of a row: the analysis with roofs_only(), whose prediction is the
+// roofline's bound.
+RowAnalysis bound_of_row(const MeasuredRun& row, const HardwareSource& hw);
 
 // Fits the bandwidth fraction, the per-layer latency and a compute fraction per compute
 // path to minimize the squared log error of predicted against measured tokens/s.

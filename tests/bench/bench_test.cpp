@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "bench/bench_cost.h"
 #include "bench/bench_plan.h"
+#include "bench/bench_report.h"
 #include "bench/bench_roofs.h"
 #include "core/error.h"
 #include "kernels/matmul.h"
@@ -78,35 +78,6 @@ TEST(BenchPlan, ZeroDisablesAndBadValuesAreErrors) {
   EXPECT_THROW(parse_int_list("4x", "-p"), Error);
 }
 
-TEST(BenchCost, BytesOpsAndBound) {
-  ModelCost m;
-  m.config = *find_model_preset("tinyllama-1.1b");
-  m.weight_bytes_per_step = 600e6;
-  m.matmul_params = 1e9;
-  m.kv_bytes_per_position = 2.0 * 22 * 256 * 4;
-  BenchCase tg{BenchKind::kDecode, 0, 128, 1, 0, 2};
-  CaseCost c = case_cost(m, tg);
-  EXPECT_DOUBLE_EQ(c.mean_context, 64.5);
-  EXPECT_DOUBLE_EQ(c.bytes_per_token, 600e6 + m.kv_bytes_per_position * 64.5);
-  EXPECT_DOUBLE_EQ(c.ops_per_token, 2e9 + 4.0 * 22 * 2048 * 64.5);
-  // Batched decode shares each step's weights among B sequences.
-  BenchCase b{BenchKind::kBatched, 128, 64, 4, 0, 2};
-  EXPECT_DOUBLE_EQ(case_cost(m, b).bytes_per_token, 150e6 + m.kv_bytes_per_position * (128 + 32.5));
-  // 1024 prompt tokens are two passes of 512 rows.
-  BenchCase pp{BenchKind::kPrefill, 1024, 0, 1, 0, 2};
-  EXPECT_DOUBLE_EQ(case_cost(m, pp).bytes_per_token, 2 * 600e6 / 1024 + m.kv_bytes_per_position * 512.5);
-
-  Roofs roofs{30.0, 1e12, "int8"};
-  RooflineFigures f = roofline_figures(c, roofs, 40.0);
-  EXPECT_FALSE(f.compute_bound);
-  EXPECT_NEAR(f.bound_tokens_per_s, 30e9 / c.bytes_per_token, 1e-9);
-  EXPECT_NEAR(f.achieved_gbps, c.bytes_per_token * 40 / 1e9, 1e-9);
-  EXPECT_NEAR(f.mbu, f.achieved_gbps / 30.0, 1e-12);
-  EXPECT_NEAR(f.mfu, c.ops_per_token * 40 / 1e12, 1e-12);
-  RooflineFigures p = roofline_figures(case_cost(m, pp), roofs, 100.0);
-  EXPECT_TRUE(p.compute_bound);
-}
-
 // A made-up hardware profile of a 2-CPU machine (no probing).
 HardwareProfile test_profile() {
   HardwareProfile p;
@@ -118,6 +89,38 @@ HardwareProfile test_profile() {
   p.bandwidth = {{int64_t{1} << 22, 1, 60}, {int64_t{1} << 30, 1, 15}, {int64_t{1} << 22, 2, 120}, {int64_t{1} << 30, 2, 30}};
   p.peaks = {{"f32", "avx512", "measured", {{1, 1e11}, {2, 2e11}}}, {"int8", "vnni", "measured", {{1, 4e11}, {2, 8e11}}}};
   return p;
+}
+
+// A bench row's figures are the roofline's, checked against hand arithmetic: tinyllama
+// whose matrices take exactly 4.5 bits per weight, decoding at a mean context of 64
+// positions.
+TEST(BenchFigures, AreTheRooflinesAgainstTheProbedRoofs) {
+  BenchModelInfo model;
+  model.config = *find_model_preset("tinyllama-1.1b");
+  model.weight_type = "q4_0";
+  model.params = 1'100'000'000;
+  model.weight_bytes = 700'000'000;
+  // The matrices a pass reads (below) at 0.5625 B, and 92,160 f32 norm values.
+  model.step_weight_bytes = int64_t{1'034'420'224} * 9 / 16 + 92'160 * 4;
+  const HardwareSource hw{test_profile(), std::nullopt};
+  const BenchCase tg{BenchKind::kDecode, 0, 128, 1, 0, 1};
+  const RowAnalysis f = bound_of_row(measured_run(tg, model, 1, "int8", 20.0), hw);
+  // Per layer: q and o 2048 x 2048, k and v 2048 x 256, gate, up and down 2048 x 5632:
+  // 44,040,192 weights; x 22 layers + the 2048 x 32000 head = 1,034,420,224 weights
+  // x 0.5625 B; norms (22 x 2 x 2048 + 2048) x 4 B; K and V of 64 cached positions read
+  // and 1 written: 65 x 22 layers x 2 x 256 values x 2 B.
+  const double bytes = 1'034'420'224 * 0.5625 + (22 * 2 * 2048 + 2048) * 4.0 + 65 * 22 * 2 * 256 * 2.0;
+  EXPECT_DOUBLE_EQ(f.bytes_per_token, bytes);
+  // One thread reads a working set over 4 MiB at 15 GB/s: memory-bound.
+  EXPECT_NEAR(f.predicted_tokens_per_s, 15e9 / bytes, 1e-9);
+  EXPECT_EQ(f.predicted_bound, "memory");
+  EXPECT_NEAR(f.mbu, 20.0 * bytes / 15e9, 1e-12);
+  EXPECT_EQ(f.peak_flops_per_s, 4e11);  // the int8 path at one thread
+  EXPECT_NEAR(f.mfu, 20.0 * f.flops_per_token / 4e11, 1e-12);
+  // Kernels on the f32 path are held to the f32 peak.
+  EXPECT_EQ(bound_of_row(measured_run(tg, model, 1, "f32", 20.0), hw).peak_flops_per_s, 1e11);
+  // Split over two ranks of one thread each: the roofs of two threads.
+  EXPECT_NEAR(bound_of_row(measured_run(tg, model, 2, "int8", 20.0), hw).predicted_tokens_per_s, 30e9 / bytes, 1e-9);
 }
 
 // A profile the bench cached from an older probe (one whose int8 peak read low) is not
@@ -232,6 +235,16 @@ TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
   EXPECT_EQ(parsed.rows.size(), 20u);
   ASSERT_TRUE(parsed.profile.has_value());
   EXPECT_EQ(parsed.profile->dram_read_gbps, 30);
+  // One cost model: the roofline's analysis of each row read back is the bench's.
+  const HardwareSource hw{parsed.profile, std::nullopt};
+  for (size_t i = 0; i < parsed.rows.size(); ++i) {
+    const auto& r = j["results"][i];
+    const RowAnalysis a = bound_of_row(parsed.rows[i], hw);
+    EXPECT_NEAR(a.mbu, r["mbu"].get<double>(), 1e-9 * a.mbu) << r.dump();
+    EXPECT_NEAR(a.mfu, r["mfu"].get<double>(), 1e-9 * a.mfu) << r.dump();
+    EXPECT_NEAR(a.predicted_tokens_per_s, r["bound_tokens_per_s"].get<double>(), 1e-9 * a.predicted_tokens_per_s);
+    EXPECT_EQ(a.predicted_bound, r["bound"]) << r.dump();
+  }
 }
 
 TEST_F(BenchCommand, EveryOutputFormatParses) {

@@ -41,6 +41,35 @@ TEST(Estimator, DecodeBoundOf7BFp16OnA2TBsPart) {
   EXPECT_EQ(est.time(c).bound, "memory");
 }
 
+// Four prompts of 300 tokens laid end to end in passes of 512 rows: [0 0-299, 1 0-211],
+// [1 212-299, 2 0-299, 3 0-123], [3 124-299].
+TEST(Estimator, PrefillPassesPackPromptsIntoTheTokenBudget) {
+  Estimator est(find_roofline_preset("llama-2-7b"), two_tb_part(), make_deployment("f16", "f16", 1, 1), ideal());
+  const std::vector<PassCost> passes = est.prefill_passes(4, 300, 0);
+  ASSERT_EQ(passes.size(), 3u);
+  EXPECT_EQ(passes[0].tokens, 512);
+  EXPECT_EQ(passes[1].tokens, 512);
+  EXPECT_EQ(passes[2].tokens, 176);
+  EXPECT_EQ(passes[0].logits, 1);  // a prompt's last token gives logits
+  EXPECT_EQ(passes[1].logits, 2);
+  EXPECT_EQ(passes[2].logits, 1);
+  // Each pass reads the weights once, the head included; the K and V traffic differs:
+  // pass 1 writes 512 positions; pass 2 reads sequence 1's first 212 and writes 512;
+  // pass 3 reads sequence 3's first 124 and writes 176.
+  const double kv = est.kv_bytes_per_token();
+  EXPECT_NEAR(passes[0].bytes() - passes[2].bytes(), (512 - 124 - 176) * kv, 1e-3);
+  EXPECT_NEAR(passes[1].bytes() - passes[2].bytes(), (212 + 512 - 124 - 176) * kv, 1e-3);
+  // Attention pairs add up to four prompts' worth: 4 x 300 x 301 / 2.
+  double attn = 0;
+  for (const PassCost& p : passes) attn += p.attention.attn_flops;
+  EXPECT_NEAR(attn, 4 * est.prefill_total_cost(300, 0).attention.attn_flops, 1e-6 * attn);
+  // One prompt: passes of ubatch rows, each after the ones before it.
+  const std::vector<PassCost> one = est.prefill_passes(1, 1024, 100);
+  ASSERT_EQ(one.size(), 2u);
+  EXPECT_DOUBLE_EQ(one[1].bytes(), est.prefill_cost(512, 612, 1).bytes());
+  EXPECT_DOUBLE_EQ(one[0].bytes(), est.prefill_cost(512, 100, 0).bytes());
+}
+
 TEST(Estimator, DecodeCrossoverBatchOfH100InBf16) {
   // Ridge point 989.5e12 / 3.35e12 = 295.4 FLOP/byte; a bf16 weight gives 2 FLOP per 2 bytes
   // per sequence in the batch, so decode turns compute-bound at a batch of about 296.
