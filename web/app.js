@@ -82,7 +82,8 @@
   // --- Chat ---------------------------------------------------------------------------
   const format = {
     ms: (v) => (v == null ? "–" : v < 10 ? v.toFixed(2) : v < 100 ? v.toFixed(1) : Math.round(v).toString()),
-    rate: (v) => (v == null ? "–" : v < 10 ? v.toFixed(2) : v < 1000 ? v.toFixed(1) : Math.round(v).toLocaleString()),
+    rate: (v) => (v == null ? "–" : Number.isInteger(v) ? v.toLocaleString() : v < 10 ? v.toFixed(2)
+                  : v < 1000 ? v.toFixed(1) : Math.round(v).toLocaleString()),
     percent: (v) => (v == null ? "–" : (100 * v).toFixed(v < 0.1 ? 1 : 0)),
   };
 
@@ -234,6 +235,12 @@
                                          : ["off", "", "--spec ngram / --draft-model"]],
   ];
 
+  const clock = (t) => new Date(t * 1000).toLocaleTimeString([], { hour12: false });
+  const latest = (column) => {
+    for (let i = column.length - 1; i >= 0; i--) if (column[i] != null) return column[i];
+    return null;
+  };
+
   function cssVar(name) {
     return getComputedStyle(document.documentElement).getPropertyValue(name).trim();
   }
@@ -276,10 +283,11 @@
         const opts = {
           width: this.width(box), height: 190,
           scales: { x: { time: true }, y: { range: spec.percent ? [0, 100] : (u, min, max) => [0, max > 0 ? max * 1.15 : 1] } },
-          axes: [{ ...axis }, { ...axis, size: 56 }],
+          axes: [{ ...axis, space: 70, values: (u, ticks) => ticks.map(clock) }, { ...axis, size: 56 }],
           series: [{}, ...spec.series.map(([label], k) => ({
             label, stroke: colors[k % colors.length], width: 2, points: { show: false },
-            value: (u, v) => (v == null ? "–" : format.rate(v)),
+            // Away from the cursor the legend shows the latest value.
+            value: (u, v, s, idx) => format.rate(idx == null ? latest(u.data[s]) : v),
           }))],
           legend: { live: true },
           cursor: { drag: { x: false, y: false } },
