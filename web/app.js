@@ -133,7 +133,7 @@
     };
     if (modelId) body.model = modelId;
     const t0 = performance.now();
-    let first = 0, last = 0, tokens = 0, finish = "", timings = null;
+    let first = 0, tokens = 0, finish = "", timings = null;
     try {
       const response = await fetch("/v1/chat/completions", {
         method: "POST", headers: headers(), body: JSON.stringify(body), signal: controller.signal,
@@ -150,8 +150,7 @@
         if (choice.finish_reason) finish = choice.finish_reason;
         const piece = choice.delta && choice.delta.content;
         if (!piece) return;
-        last = performance.now();
-        if (!first) first = last;
+        if (!first) first = performance.now();
         text.textContent += piece;
         setMeta(answer, `<b>TTFT ${format.ms(first - t0)} ms</b> · streaming…`);
         answer.scrollIntoView({ block: "end" });
@@ -165,10 +164,8 @@
         finish = "error";
       }
     }
-    // tokens/s: the server's decode rate for this answer; without its timings (a stopped
-    // stream), tokens after the first over the time since the first.
-    const rate = timings && timings.predicted_per_second > 0 ? timings.predicted_per_second
-               : tokens > 1 && last > first ? ((tokens - 1) * 1000) / (last - first) : null;
+    // tokens/s: the server's decode rate for this answer (none for a stopped one).
+    const rate = timings && timings.predicted_per_second > 0 ? timings.predicted_per_second : null;
     answer.dataset.ttftMs = first ? String(first - t0) : "";
     answer.dataset.tokensPerS = rate == null ? "" : String(rate);
     setMeta(answer, `<b>TTFT ${first ? format.ms(first - t0) : "–"} ms</b> · <b>${format.rate(rate)} tok/s</b>` +

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -220,18 +219,7 @@ TEST(StatsStream, NumbersFollowARequestAndAddUpToItsUsage) {
 
 TEST(StatsStream, ProfileGivesMbuAndSpeculationItsAcceptance) {
   REQUIRE_MODEL(model, kStories);
-  const std::string profile = (std::filesystem::temp_directory_path() /
-                               ("tps_stats_profile_" + std::to_string(getpid()) + ".json"))
-                                  .string();
-  // One measured buffer, larger than the model: its bandwidth is the decode roof.
-  std::ofstream(profile) << json{{"schema", "tps.profile/1"},
-                                 {"threads", 1},
-                                 {"cpu", {{"model", "made up"}, {"logical_cpus", 1}}},
-                                 {"memory_bytes", int64_t{1} << 33},
-                                 {"dram_read_gbps", 20.0},
-                                 {"bandwidth", {{{"bytes", 1 << 30}, {"threads", 1}, {"gbps", 20.0}}}},
-                                 {"peaks", json::object()}}
-                                .dump();
+  const std::string profile = write_test_profile(20.0);
   ServeProcess server;
   ASSERT_EQ(server.start(model, {"--profile", profile, "--spec", "ngram"}), "");
   StatsSubscriber sub(server.port());
