@@ -44,6 +44,12 @@ inline Reply post(httplib::Client& c, const std::string& path, const std::string
 
 inline Reply post(httplib::Client& c, const std::string& path, const json& body) { return post(c, path, body.dump()); }
 
+// The status of a GET (0: no response).
+inline int get_status(httplib::Client& c, const std::string& path) {
+  auto res = c.Get(path);
+  return res ? res->status : 0;
+}
+
 // The `data:` payloads of an SSE body, [DONE] included as a string.
 inline std::vector<std::string> sse_data(const std::string& body) {
   std::vector<std::string> out;

@@ -7,31 +7,17 @@
 // Usage: node serve_page_browser_test.mjs <path of tps> <output folder> [--screenshots DIR]
 // Exits 77 (ctest SKIP_RETURN_CODE) when Chromium or playwright-core is missing.
 import { spawn, spawnSync } from "node:child_process";
-import { createRequire } from "node:module";
 import fs from "node:fs";
-import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { findChromium, launchChromium } from "../support/chromium.mjs";
 
 const args = process.argv.slice(2);
 const flag = args.indexOf("--screenshots");
 const screenshotDir = path.resolve(flag >= 0 ? args.splice(flag, 2)[1] : process.env.TPS_PAGE_SCREENSHOTS || args[1]);
 const tps = path.resolve(args[0]), outDir = path.resolve(args[1]);
-const chromiumPath = process.env.TPS_CHROMIUM || "/usr/bin/chromium";
 const here = path.dirname(fileURLToPath(import.meta.url));
-const webDir = path.resolve(here, "../../web");
-
-function skip(why) {
-  console.log("SKIP: " + why);
-  process.exit(77);
-}
-if (!fs.existsSync(chromiumPath)) skip(chromiumPath + " is missing (scripts/install-deps.sh --test installs chromium)");
-let chromium;
-try {
-  chromium = createRequire(path.join(webDir, "package.json"))("playwright-core").chromium;
-} catch {
-  skip("playwright-core is missing in web/node_modules (the build runs npm ci there)");
-}
+const browser = findChromium();
 fs.mkdirSync(outDir, { recursive: true });
 fs.mkdirSync(screenshotDir, { recursive: true });
 
@@ -65,16 +51,8 @@ const failures = [];
 const check = (ok, what) => ok || failures.push(what);
 const { child: server, url } = await serve();
 let load = null;
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), "tps-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: chromiumPath,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1360, height: 900 },
-});
+const { page, close } = await launchChromium(browser, { width: 1360, height: 900 });
 try {
-  const page = context.pages()[0] || (await context.newPage());
   page.on("console", (m) => m.type() === "error" && failures.push("console error: " + m.text()));
   page.on("pageerror", (e) => failures.push("page error: " + e.message));
   page.on("request", (r) => !r.url().startsWith(url) && !r.url().startsWith("data:") &&
@@ -164,8 +142,7 @@ try {
   check(code === 0, "tps load exited with " + code);
 } finally {
   if (load && load.exitCode === null) load.kill();
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
+  await close();
   server.kill();
 }
 if (failures.length) {
