@@ -65,9 +65,13 @@ std::vector<double> LiveStats::recent(std::deque<Sample>& samples, double since)
 
 void LiveStats::record_request(const RequestTimes& t) {
   const double at = now_seconds();
+  // The gaps are worked out before taking the lock, which the engine's thread also takes.
+  std::vector<double> gaps;
+  gaps.reserve(t.token_times.size());
+  for (size_t i = 1; i < t.token_times.size(); ++i) gaps.push_back(t.token_times[i] - t.token_times[i - 1]);
   std::lock_guard lock(mutex_);
   if (t.first_token > 0) add_sample(ttft_, at, t.first_token - t.arrived);
-  for (size_t i = 1; i < t.token_times.size(); ++i) add_sample(itl_, at, t.token_times[i] - t.token_times[i - 1]);
+  for (double gap : gaps) add_sample(itl_, at, gap);
 }
 
 json LiveStats::snapshot(const EngineStats& engine, const EngineConfig& config, double now) {
