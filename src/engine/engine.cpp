@@ -324,7 +324,7 @@ void Engine::step() {
   draft_s += fill_model_drafts(plan);
 
   batch_.clear();
-  int32_t logit_rows = 0, decode_rows = 0, drafted = 0;
+  int32_t logit_rows = 0, decode_rows = 0, prefill_rows = 0, drafted = 0;
   for (size_t k = 0; k < plan.chunks.size(); ++k) {
     const ScheduledChunk& c = plan.chunks[k];
     static_cast<Active*>(c.seq)->stream->set_scheduled(t0, std::max(0, c.seq->cached_tokens));
@@ -334,7 +334,11 @@ void Engine::step() {
       batch_.add(c.seq->tokens[p], p, static_cast<int32_t>(k), p >= first_logit);
     logit_rows += c.logit_rows();
     drafted += c.seq->drafted;
-    if (c.count - c.seq->drafted == 1 && c.seq->generated() > 0) ++decode_rows;
+    if (c.count - c.seq->drafted == 1 && c.seq->generated() > 0) {
+      ++decode_rows;
+    } else {
+      prefill_rows += c.count;
+    }
   }
   const int32_t vocab = model_.vocab_size();
   logits_.resize(static_cast<size_t>(logit_rows) * vocab);
@@ -361,6 +365,7 @@ void Engine::step() {
     results.push_back(std::move(r));
   }
   scheduler_.complete(plan);
+  emitted_ = 0;
   for (Result& r : results) {
     // The sampled (bonus) token is not in the cache yet: it is the next step's row.
     Active& a = *r.a;
@@ -382,6 +387,8 @@ void Engine::step() {
     info.forward_seconds = forward_s;
     info.draft_seconds = draft_s;
     info.drafted = drafted;
+    info.prefill_rows = prefill_rows;
+    info.emitted = emitted_;
     observer_(info);
   }
 }
@@ -457,6 +464,7 @@ bool Engine::emit(Active& a, size_t index, const std::vector<float>* raw) {
   }
   if (raw != nullptr) fill_logprobs(raw->data(), model_.vocab_size(), a.request.top_logprobs, token);
   a.stream->push(std::move(token), t);
+  ++emitted_;
   const auto generated = static_cast<int32_t>(index) + 1 - a.prompt_len;
   if (generated >= a.request.max_tokens || static_cast<int32_t>(index) + 1 >= context_) {
     finish(a, FinishReason::kLength);

@@ -49,6 +49,8 @@ struct StepInfo {
   double forward_seconds = 0;  // the target's forward pass
   double draft_seconds = 0;    // drafting (n-gram lookups or the draft model's passes)
   int32_t drafted = 0;         // draft rows verified in this step
+  int32_t prefill_rows = 0;    // prompt (or recomputed) rows: rows less decode rows and their drafts
+  int32_t emitted = 0;         // tokens pushed to request streams
 };
 
 class Engine {
@@ -96,6 +98,7 @@ class Engine {
   DraftLength draft_length_;
   AcceptanceEstimate acceptance_;  // over every sequence
   int32_t draft_rounds_ = 0;  // of the current step
+  int32_t emitted_ = 0;       // tokens pushed to streams in the current step
 
   std::mutex mutex_;  // guards inbox_, stop_, wake_, queued_
   std::condition_variable cv_;

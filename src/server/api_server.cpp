@@ -13,6 +13,7 @@
 #include "server/client_connection.h"
 #include "server/openai_response.h"
 #include "server/sse.h"
+#include "server/web_app.h"
 
 namespace tps {
 
@@ -144,7 +145,10 @@ int ApiServer::bind() {
 
 void ApiServer::run() { http_->listen_after_bind(); }
 
-void ApiServer::stop() { http_->stop(); }
+void ApiServer::stop() {
+  stats_->close();  // its subscribers would otherwise hold their threads forever
+  http_->stop();
+}
 
 void ApiServer::record(Generation& g, const std::string& outcome, int status) {
   if (g.recorded) return;
@@ -235,6 +239,9 @@ void ApiServer::setup_routes() {
     send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
   });
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  s.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_web_app(res); });
+  stats_ = std::make_unique<StatsStream>(engine_, metrics_.live());
+  s.Get("/v1/stats/stream", [this](const httplib::Request&, httplib::Response& res) { stats_->subscribe(res); });
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(engine_.stats()), "text/plain; version=0.0.4");
   });

@@ -12,6 +12,7 @@
 #include "server/chat_template.h"
 #include "server/openai_request.h"
 #include "server/server_metrics.h"
+#include "server/stats_stream.h"
 #include "tokenizer/tokenizer.h"
 
 namespace tps {
@@ -52,6 +53,7 @@ class ApiServer {
   ServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   socket_t listen_socket_ = INVALID_SOCKET;
+  std::unique_ptr<StatsStream> stats_;  // GET /v1/stats/stream
 };
 
 }  // namespace tps

@@ -12,9 +12,11 @@ ServerMetrics::ServerMetrics(double weight_bytes, double bandwidth_gbps)
       e2e_(exponential_buckets(0.01, 2, 14)),
       queue_(exponential_buckets(0.001, 2, 16)),
       batch_rows_(exponential_buckets(1, 2, 10)),
-      step_seconds_(exponential_buckets(0.0005, 2, 14)) {}
+      step_seconds_(exponential_buckets(0.0005, 2, 14)),
+      live_(weight_bytes, bandwidth_gbps) {}
 
 void ServerMetrics::record_request(const RequestRecord& r) {
+  live_.record_request(r.times);
   std::lock_guard lock(mutex_);
   requests_by_outcome_[r.outcome]++;
   prompt_tokens_ += r.prompt_tokens;
@@ -33,6 +35,7 @@ void ServerMetrics::record_error(int status) {
 }
 
 void ServerMetrics::record_step(const StepInfo& step) {
+  live_.record_step(step);
   std::lock_guard lock(mutex_);
   batch_rows_.observe(step.rows);
   step_seconds_.observe(step.seconds);
@@ -107,8 +110,7 @@ std::string ServerMetrics::render(const EngineStats& engine) const {
   prom_labelled(out, "tps_spec_decode_num_accepted_tokens_per_pos_total", "counter",
                 "Draft tokens accepted, by position in the draft (0: the first).", "position", positions, accepted_at);
   if (bandwidth_gbps_ > 0 && decode_steps_ > 0) {
-    // Every decode step reads all weights once, whatever the batch size.
-    double achieved = weight_bytes_ * static_cast<double>(decode_steps_) / decode_seconds_ / 1e9;
+    double achieved = weight_read_gbps(weight_bytes_, static_cast<double>(decode_steps_), decode_seconds_);
     prom_gauge(out, "tps_decode_bandwidth_gbps", "Weight bytes read per second in decode-only steps.", achieved);
     prom_gauge(out, "tps_decode_bandwidth_utilization",
                "Decode weight-read bandwidth over the probed profile's read bandwidth.", achieved / bandwidth_gbps_);

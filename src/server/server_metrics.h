@@ -1,13 +1,15 @@
 #pragma once
 // The numbers /metrics exposes: request and token counters, latency histograms,
 // per-step batch sizes, engine gauges, and decode bandwidth utilization against a
-// probed hardware profile when one was given.
+// probed hardware profile when one was given. What it records also feeds the live
+// page's numbers (live()).
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <string>
 
 #include "engine/engine.h"
+#include "server/live_stats.h"
 #include "server/prometheus.h"
 
 namespace tps {
@@ -27,6 +29,7 @@ class ServerMetrics {
   void record_error(int status);
   void record_step(const StepInfo& step);
   std::string render(const EngineStats& engine) const;
+  LiveStats& live() { return live_; }
 
  private:
   mutable std::mutex mutex_;
@@ -37,6 +40,7 @@ class ServerMetrics {
   PromHistogram ttft_, itl_, e2e_, queue_, batch_rows_, step_seconds_;
   double decode_seconds_ = 0;  // over steps made only of decode rows
   uint64_t decode_steps_ = 0;
+  LiveStats live_;
 };
 
 }  // namespace tps

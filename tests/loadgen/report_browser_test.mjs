@@ -4,29 +4,14 @@
 // Usage: node report_browser_test.mjs <path of tps> <output folder>
 // Exits 77 (ctest SKIP_RETURN_CODE) when Chromium or playwright-core is missing.
 import { spawn } from "node:child_process";
-import { createRequire } from "node:module";
 import fs from "node:fs";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { pathToFileURL } from "node:url";
+import { findChromium, launchChromium } from "../support/chromium.mjs";
 
 const tps = path.resolve(process.argv[2]), outDir = path.resolve(process.argv[3]);
-const chromiumPath = process.env.TPS_CHROMIUM || "/usr/bin/chromium";
-const here = path.dirname(fileURLToPath(import.meta.url));
-const webDir = path.resolve(here, "../../web");
-
-function skip(why) {
-  console.log("SKIP: " + why);
-  process.exit(77);
-}
-if (!fs.existsSync(chromiumPath)) skip(chromiumPath + " is missing (scripts/install-deps.sh --test installs chromium)");
-let chromium;
-try {
-  chromium = createRequire(path.join(webDir, "package.json"))("playwright-core").chromium;
-} catch {
-  skip("playwright-core is missing in web/node_modules (the build runs npm ci there)");
-}
+const browser = findChromium();
 fs.mkdirSync(outDir, { recursive: true });
 
 // An OpenAI-compatible server streaming 12 events 2 ms apart, some carrying 2 tokens
@@ -78,17 +63,9 @@ const code = await new Promise((resolve) => {
 server.close();
 if (code !== 0) throw new Error("tps load exited with " + code);
 
-const profile = fs.mkdtempSync(path.join(os.tmpdir(), "tps-chromium-"));
-const context = await chromium.launchPersistentContext(profile, {
-  executablePath: chromiumPath,
-  headless: true,
-  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  viewport: { width: 1280, height: 1500 },
-});
+const { page, close } = await launchChromium(browser, { width: 1280, height: 1500 });
 const failures = [];
 try {
-  const page = context.pages()[0] || (await context.newPage());
   page.on("console", (m) => m.type() === "error" && failures.push("console error: " + m.text()));
   page.on("pageerror", (e) => failures.push("page error: " + e.message));
   page.on("request", (r) => !r.url().startsWith("file:") && failures.push("network request: " + r.url()));
@@ -110,8 +87,7 @@ try {
   }
   await page.screenshot({ path: path.join(outDir, "report.png"), fullPage: true });
 } finally {
-  await context.close();
-  fs.rmSync(profile, { recursive: true, force: true });
+  await close();
 }
 if (failures.length) {
   for (const f of failures) console.error("FAIL: " + f);

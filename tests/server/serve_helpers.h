@@ -2,6 +2,8 @@
 // HTTP helpers for the `tps serve` integration tests.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <thread>
@@ -41,6 +43,12 @@ inline Reply post(httplib::Client& c, const std::string& path, const std::string
 }
 
 inline Reply post(httplib::Client& c, const std::string& path, const json& body) { return post(c, path, body.dump()); }
+
+// The status of a GET (0: no response).
+inline int get_status(httplib::Client& c, const std::string& path) {
+  auto res = c.Get(path);
+  return res ? res->status : 0;
+}
 
 // The `data:` payloads of an SSE body, [DONE] included as a string.
 inline std::vector<std::string> sse_data(const std::string& body) {
@@ -134,6 +142,23 @@ inline std::map<std::string, double> wait_metrics(httplib::Client& c,
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return m;
+}
+
+// Writes a made-up hardware profile (`tps probe`'s format) whose one measured buffer,
+// larger than any test model, reads at `gbps`; returns its path (the caller removes it).
+inline std::string write_test_profile(double gbps) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("tps_test_profile_" + std::to_string(getpid()) + ".json"))
+                               .string();
+  std::ofstream(path) << json{{"schema", "tps.profile/1"},
+                              {"threads", 1},
+                              {"cpu", {{"model", "made up"}, {"logical_cpus", 1}}},
+                              {"memory_bytes", int64_t{1} << 33},
+                              {"dram_read_gbps", gbps},
+                              {"bandwidth", {{{"bytes", 1 << 30}, {"threads", 1}, {"gbps", gbps}}}},
+                              {"peaks", json::object()}}
+                             .dump();
+  return path;
 }
 
 // Skips the test when the fixture model is absent (a clone without ../shared).
