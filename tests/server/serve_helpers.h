@@ -1,5 +1,11 @@
 #pragma once
 // HTTP helpers for the `tps serve` integration tests.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -212,6 +218,49 @@ inline std::string synthesized_model(const std::string& preset, const std::strin
   files.paths.push_back(path);
   return path;
 }
+
+// A bare TCP connection to the server, for what no HTTP client sends: idle connections,
+// requests dripped a byte at a time, missing headers.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd_ >= 0 && connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      close(fd_);
+      fd_ = -1;
+    }
+  }
+  ~RawConnection() {
+    if (fd_ >= 0) close(fd_);
+  }
+  RawConnection(const RawConnection&) = delete;
+  RawConnection& operator=(const RawConnection&) = delete;
+
+  bool connected() const { return fd_ >= 0; }
+  bool send(const std::string& bytes) {
+    return fd_ >= 0 && ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // What the server sends until it closes the connection or `seconds` pass.
+  std::string receive(double seconds) {
+    std::string out;
+    const double until = now_seconds() + seconds;
+    for (double left = seconds; left > 0 && fd_ >= 0; left = until - now_seconds()) {
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left * 1000) + 1) <= 0) break;
+      char buf[4096];
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_;
+};
 
 // Skips the test when the fixture model is absent (a clone without ../shared).
 #define REQUIRE_MODEL(var, relative)                   \
