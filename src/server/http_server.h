@@ -5,7 +5,8 @@
 // thread while /health waits. Here every connection gets a thread of its own up to a
 // cap (beyond it: 503 at once), a request's headers and body must arrive within one
 // total deadline (beyond it: 408), and waiting connections end as soon as the server
-// stops. Routes are recorded, so that a known path asked with another method gets 405.
+// stops. Routes are recorded, so that a known path asked with another method can get
+// 405. The listening socket can pass from one server to the next (loading, then ready).
 #include <atomic>
 #include <regex>
 #include <string>
@@ -16,9 +17,9 @@
 namespace tps {
 
 struct ConnectionLimits {
-  int max_connections = 512;         // open at once; the next ones get 503 and are closed
-  double request_read_timeout_s = 10;  // for one request's headers and body, from its first byte
-  double idle_timeout_s = 5;           // a connection waiting for its next request is closed after this
+  int max_connections = 512;           // open at once; the next ones get 503 and are closed
+  double request_read_timeout_s = 10;  // one request's headers and body, from its first byte
+  double idle_timeout_s = 5;           // between requests; then the connection is closed
 };
 
 class HttpServer : public httplib::Server {
@@ -38,8 +39,9 @@ class HttpServer : public httplib::Server {
   // read is dropped. A response being written is cut: stop once they are done.
   void stop();
 
-  // As httplib's, and recorded for allowed_methods(). (They hide the base class's
-  // functions: register routes through an HttpServer, not an httplib::Server&.)
+  // As httplib's, and recorded for allowed_methods(). (These and the two setters below
+  // hide the base class's functions: set a server up through an HttpServer&, not an
+  // httplib::Server&.)
   HttpServer& Get(const std::string& pattern, Handler handler);
   HttpServer& Post(const std::string& pattern, Handler handler);
   // As httplib's; a request whose headers or body did not arrive in time gets 408 instead.
