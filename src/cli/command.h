@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
 
 namespace tps::cli {
 
@@ -26,5 +27,18 @@ struct CommandRegistration {
     command_registry().push_back({std::move(name), std::move(description), std::move(setup)});
   }
 };
+
+// CLI11's Range, with the bounds written as a person would (CLI11 prints doubles with
+// six decimals): "--port: Value 70000 not in range 0 to 65535".
+template <typename T>
+CLI::Validator in_range(T lo, T hi) {
+  return CLI::Validator(
+      [lo, hi](std::string& text) -> std::string {
+        T value{};
+        if (CLI::detail::lexical_cast(text, value) && value >= lo && value <= hi) return "";
+        return fmt::format("Value {} not in range {} to {}", text, lo, hi);
+      },
+      fmt::format("{} to {}", lo, hi));
+}
 
 }  // namespace tps::cli

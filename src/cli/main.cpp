@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
 #include "cli/model_session.h"
 #include "core/error.h"
@@ -20,6 +22,8 @@ int main(int argc, char** argv) {
   CLI::App app{"tps: an LLM inference engine and tokens-per-second lab"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tps 0.1.0");
+  // A bad flag is one line, as every other error: what was wrong and what was expected.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) { return fmt::format("tps: error: {}\n", e.what()); });
   auto commands = command_registry();
   std::sort(commands.begin(), commands.end(),
             [](const CommandInfo& a, const CommandInfo& b) { return a.name < b.name; });

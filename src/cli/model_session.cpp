@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 
+#include "cli/command.h"
 #include "core/error.h"
 #include "engine/shard_steps.h"
 #include "parallel/mpi_group.h"
@@ -11,19 +12,23 @@ namespace tps::cli {
 
 void add_tensor_parallel_option(CLI::App& sub, int& tp) {
   sub.add_option("--tp", tp, "split the model over this many ranks: run under mpirun -np N with --tp N")
-      ->check(CLI::Range(1, 4096));
+      ->check(in_range(1, 4096));
 }
 
-ModelSession::ModelSession(const std::string& path, int tp) {
-  if (tp <= 1) {
-    model_ = Model::load(path);
-    return;
-  }
+ModelSession::ModelSession(int tp) {
+  if (tp <= 1) return;
   group_ = start_mpi_group();
   if (group_->ranks() != tp) {
     if (!group_->leader()) throw QuietExit{2};
     fail("--tp {} needs {} ranks, and this run has {}: start it as mpirun -np {} tps ... --tp {}", tp, tp,
          group_->ranks(), tp, tp);
+  }
+}
+
+void ModelSession::load(const std::string& path) {
+  if (group_ == nullptr) {
+    model_ = Model::load(path);
+    return;
   }
   std::string error;
   try {

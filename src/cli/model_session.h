@@ -25,7 +25,11 @@ class ModelSession {
   // Loads `path` whole (tp <= 1), or this rank's slice of it after starting MPI. Every
   // rank checks the group and the load together: on a failure the leader throws a
   // one-line tps::Error and the other ranks throw QuietExit{2}.
-  ModelSession(const std::string& path, int tp);
+  ModelSession(const std::string& path, int tp) : ModelSession(tp) { load(path); }
+  // In two steps, for a command that acts between them (a server that listens while its
+  // model loads): starts MPI and checks the group (tp > 1), then loads.
+  explicit ModelSession(int tp);
+  void load(const std::string& path);
   ~ModelSession();  // the leader releases the other ranks
   ModelSession(const ModelSession&) = delete;
   ModelSession& operator=(const ModelSession&) = delete;

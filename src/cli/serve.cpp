@@ -1,18 +1,24 @@
 // tps serve: an OpenAI-compatible HTTP server over one model, with continuous batching,
 // a paged KV cache with prefix caching, streaming and Prometheus metrics.
+#include <sys/resource.h>
+
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include "cli/command.h"
 #include "cli/model_session.h"
 #include "core/error.h"
+#include "core/timer.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
 #include "cli/speculative_options.h"
 #include "roofline/probe.h"
 #include "server/api_server.h"
+#include "server/loading_server.h"
 
 namespace tps::cli {
 
@@ -20,6 +26,7 @@ namespace {
 
 struct ServeArgs {
   std::string model;
+  std::vector<std::string> aliases;
   ServerOptions server;
   int threads = 0;
   int64_t context = 0;
@@ -34,6 +41,7 @@ struct ServeArgs {
   bool no_prefix_cache = false;
   SpeculativeArgs speculative;
   int tp = 1;
+  double shutdown_timeout_s = 30;
 };
 
 ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
@@ -45,11 +53,90 @@ ChatFamily choose_chat_family(const ServeArgs& a, const Model& model) {
   return detect_chat_family(model.gguf().get_string("tokenizer.chat_template"));
 }
 
+// SIGINT and SIGTERM go to one thread, which waits for them with sigwait: they are
+// blocked here, before any thread exists, so that every thread inherits the mask and
+// none takes their default action (death). Their action is reset too: a shell starts a
+// background job with SIGINT ignored, and an ignored signal is discarded even when a
+// thread waits for it.
+sigset_t block_shutdown_signals() {
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not death
+  return signals;
+}
+
+// After the first SIGINT or SIGTERM: new requests get 503, the generations in flight
+// have `timeout_s` to end (a second signal cuts that short), those still running then
+// end with finish_reason "abort", and the server stops once their answers are written.
+void shut_down_on_signal(ApiServer& server, const sigset_t& signals, double timeout_s) {
+  // Writing the last events of aborted streams takes a moment; a client that reads
+  // nothing holds its writer up to httplib's write timeout, not longer.
+  constexpr double kAbortGraceSeconds = 10;
+  int sig = 0;
+  sigwait(&signals, &sig);
+  server.refuse_new_requests();
+  std::fprintf(stderr, "tps serve: %s: new requests get 503; waiting up to %g s for those in flight\n",
+               sig == SIGINT ? "SIGINT" : "SIGTERM", timeout_s);
+  const double deadline = now_seconds() + timeout_s;
+  double aborted_at = 0;
+  while (!server.wait_in_flight(std::min(deadline, now_seconds() + 0.1))) {
+    const timespec now{0, 0};
+    if (aborted_at == 0 && (now_seconds() >= deadline || sigtimedwait(&signals, nullptr, &now) > 0)) {
+      aborted_at = now_seconds();
+      std::fprintf(stderr, "tps serve: ending %zu requests still running (finish_reason \"abort\")\n",
+                   server.abort_in_flight());
+    }
+    if (aborted_at > 0) {
+      server.abort_in_flight();  // any that slipped in since
+      if (now_seconds() > aborted_at + kAbortGraceSeconds) break;
+    }
+  }
+  server.stop();
+}
+
+// Every connection holds a file descriptor: the soft limit is raised as far as the hard
+// one allows, and a --max-connections beyond it is an error.
+void ensure_open_files(int max_connections) {
+  constexpr rlim_t kOtherFiles = 128;  // the model, logs, MPI, and connections being refused
+  const rlim_t want = static_cast<rlim_t>(max_connections) + kOtherFiles;
+  rlimit r{};
+  if (getrlimit(RLIMIT_NOFILE, &r) != 0 || r.rlim_cur >= want) return;
+  r.rlim_cur = std::min(r.rlim_max, want);
+  setrlimit(RLIMIT_NOFILE, &r);
+  if (r.rlim_cur < want)
+    fail("--max-connections {} needs {} open files, and this process may open {} (ulimit -n)", max_connections,
+         static_cast<unsigned long long>(want), static_cast<unsigned long long>(r.rlim_max));
+}
+
 int serve(ServeArgs a) {
-  if (a.max_seqs < 1) fail("--max-seqs must be at least 1");
+  const sigset_t signals = block_shutdown_signals();
   if (a.batch_tokens < a.max_seqs) fail("--batch-tokens must be at least --max-seqs ({})", a.max_seqs);
-  ModelSession session(a.model, a.tp);
+  speculative_config(a.speculative);  // its flag errors before anything listens or loads
+  ensure_open_files(a.server.connections.max_connections);
+  ModelSession session(a.tp);
+  // Listen first, load second: a health check sees "loading" instead of a refused
+  // connection. Under --tp only the leader listens; a port it cannot have is reported
+  // once every rank has loaded, so that its exit releases the others.
+  std::unique_ptr<LoadingServer> loading;
+  std::string listen_error;
+  if (!session.follower()) {
+    try {
+      loading = std::make_unique<LoadingServer>(a.server.host, a.server.port, a.server.connections);
+      std::fprintf(stderr, "tps serve: listening on http://%s:%d; loading %s\n", a.server.host.c_str(),
+                   loading->port(), a.model.c_str());
+    } catch (const Error& e) {
+      if (a.tp <= 1) throw;
+      listen_error = e.what();
+    }
+  }
+  session.load(a.model);
   if (session.follower()) return session.follow();
+  if (!listen_error.empty()) fail("{}", listen_error);
   Model* model = &session.model();
   ChatFamily chat = choose_chat_family(a, *model);
 
@@ -81,28 +168,21 @@ int serve(ServeArgs a) {
   engine.set_step_observer([&metrics](const StepInfo& s) { metrics.record_step(s); });
 
   ServerOptions so = a.server;
-  if (so.model_name.empty()) so.model_name = std::filesystem::path(a.model).filename().string();
-  so.http_threads = a.max_seqs + a.max_queue + 16;
+  // The first --alias is the name reported; the file name and every alias are accepted.
+  so.model_name = a.aliases.empty() ? std::filesystem::path(a.model).filename().string() : a.aliases.front();
+  so.model_aliases = a.aliases;
+  so.model_aliases.push_back(std::filesystem::path(a.model).filename().string());
   ApiServer server(tokenizer, engine, metrics, log, chat, so);
+  server.take_listener(loading->http());
+  const int port = loading->port();
+  loading.reset();
 
-  // Signals go to one waiting thread, which stops the server cleanly.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  std::signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is a failed write, not death
-
-  int port = server.bind();
+  // The first line on stdout says the server is ready, and where.
   std::printf("tps serve: %s on http://%s:%d (ctx %lld, %lld KV blocks of %d, max %d sequences, chat %s, %d threads)\n",
               so.model_name.c_str(), so.host.c_str(), port, static_cast<long long>(kv.context),
               static_cast<long long>(kv.blocks), static_cast<int>(kv.block_tokens), a.max_seqs, chat_family_name(chat), threads);
   std::fflush(stdout);
-  std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&signals, &sig);
-    server.stop();
-  });
+  std::thread waiter([&] { shut_down_on_signal(server, signals, a.shutdown_timeout_s); });
   server.run();
   pthread_kill(waiter.native_handle(), SIGTERM);  // wakes the waiter when run() ended by itself
   waiter.join();
@@ -115,23 +195,57 @@ CommandRegistration registration{
       auto a = std::make_shared<ServeArgs>();
       sub.add_option("-m,--model", a->model, "GGUF model file")->required();
       sub.add_option("--host", a->server.host, "address to listen on")->capture_default_str();
-      sub.add_option("--port", a->server.port, "port (0: any free port, printed at start)")->capture_default_str();
-      sub.add_option("-t,--threads", a->threads, "threads of the forward pass (default: the cores available)");
-      sub.add_option("-c,--ctx-size", a->context, "tokens per sequence (default: the model's, at most 4096)");
-      sub.add_option("--max-seqs", a->max_seqs, "sequences batched together")->capture_default_str();
-      sub.add_option("--kv-blocks", a->kv_blocks, "KV cache blocks (default: max-seqs x 512 tokens)");
-      sub.add_option("--block-size", a->block_tokens, "tokens per KV block")->capture_default_str();
+      sub.add_option("--port", a->server.port, "port (0: any free port, printed at start)")
+          ->capture_default_str()
+          ->check(in_range(0, 65535));
+      sub.add_option("-t,--threads", a->threads, "threads of the forward pass (default: the cores available)")
+          ->check(in_range(1, 4096));
+      sub.add_option("-c,--ctx-size", a->context, "tokens per sequence (default: the model's, at most 4096)")
+          ->check(in_range(int64_t{2}, int64_t{1} << 24));
+      sub.add_option("--max-seqs", a->max_seqs, "sequences batched together")
+          ->capture_default_str()
+          ->check(in_range(1, 4096));
+      sub.add_option("--kv-blocks", a->kv_blocks, "KV cache blocks (default: max-seqs x 512 tokens)")
+          ->check(in_range(int64_t{2}, int64_t{1} << 30));
+      sub.add_option("--block-size", a->block_tokens, "tokens per KV block")
+          ->capture_default_str()
+          ->check(in_range(int64_t{1}, int64_t{4096}));
       sub.add_option("--batch-tokens", a->batch_tokens, "token rows per forward pass (chunked prefill budget)")
-          ->capture_default_str();
-      sub.add_option("--max-queue", a->max_queue, "requests waiting beyond this get 429")->capture_default_str();
+          ->capture_default_str()
+          ->check(in_range(1, 1 << 20));
+      sub.add_option("--max-queue", a->max_queue, "requests waiting beyond this get 429")
+          ->capture_default_str()
+          ->check(in_range(1, 1 << 20));
       sub.add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
       sub.add_option("--chat-template", a->chat_template,
                      "chatml, llama2, llama3, mistral, phi3 or gemma (default: from the GGUF)");
-      sub.add_option("--request-timeout", a->server.request_timeout_s, "seconds before a request is cancelled")
-          ->capture_default_str();
+      sub.add_option("--request-timeout", a->server.request_timeout_s,
+                     "seconds before a request is cancelled with 408 (0: no limit)")
+          ->capture_default_str()
+          ->check(in_range(0.0, 1e6));
       sub.add_option("--max-body", a->server.max_body_bytes, "largest request body in bytes (413 beyond)")
-          ->capture_default_str();
-      sub.add_option("--alias", a->server.model_name, "model name reported by the API (default: the file name)");
+          ->capture_default_str()
+          ->check(in_range(size_t{64}, size_t{1} << 30));
+      sub.add_option("--alias", a->aliases,
+                     "a model name requests may give, repeatable; the first is the one reported (default: the file "
+                     "name, always accepted)");
+      sub.add_option("--shutdown-timeout", a->shutdown_timeout_s,
+                     "on SIGTERM or SIGINT, seconds the requests in flight have to finish before they end with "
+                     "finish_reason abort (0: end them at once)")
+          ->capture_default_str()
+          ->check(in_range(0.0, 86400.0));
+      sub.add_option("--max-connections", a->server.connections.max_connections,
+                     "connections open at once; more get 503 at once")
+          ->capture_default_str()
+          ->check(in_range(1, 65536));
+      sub.add_option("--read-timeout", a->server.connections.request_read_timeout_s,
+                     "seconds a client has to send a request's headers and body, from its first byte (408 beyond)")
+          ->capture_default_str()
+          ->check(in_range(0.1, 3600.0));
+      sub.add_option("--idle-timeout", a->server.connections.idle_timeout_s,
+                     "seconds a connection may wait for its next request before it is closed")
+          ->capture_default_str()
+          ->check(in_range(0.1, 3600.0));
       sub.add_option("--log-file", a->log_file, "access log file (default: stderr)");
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe`: adds decode bandwidth utilization to /metrics");
       sub.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not share KV blocks between requests");

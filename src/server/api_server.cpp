@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <chrono>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include <fmt/format.h>
@@ -48,10 +51,25 @@ json parse_body(const std::string& body) {
   }
 }
 
+// OpenAI's answer to a model it does not serve.
+ApiError unknown_model(const std::string& name, const std::string& served) {
+  return ApiError(404, "model", fmt::format("the model '{}' does not exist: this server serves '{}'", name, served),
+                  "model_not_found");
+}
+
 std::string new_id(const char* prefix) {
   static std::atomic<uint64_t> counter{0};
   static const uint64_t salt = std::random_device{}();
   return fmt::format("{}-{:016x}", prefix, salt ^ (++counter * 0x9E3779B97F4A7C15ull));
+}
+
+// application/json, with or without parameters (charset=utf-8).
+bool is_json(const std::string& content_type) {
+  std::string type = content_type.substr(0, content_type.find(';'));
+  type.erase(type.find_last_not_of(" \t") + 1);
+  type.erase(0, type.find_first_not_of(" \t"));
+  std::transform(type.begin(), type.end(), type.begin(), [](unsigned char c) { return std::tolower(c); });
+  return type == "application/json";
 }
 
 bool key_matches(const std::string& given, const std::string& key) {
@@ -122,33 +140,28 @@ struct ApiServer::Generation {
   std::string remote;
   bool recorded = false;
   bool started = false;
+  std::optional<InFlight::Ticket> in_flight;  // until the response is written
 };
 
 ApiServer::ApiServer(const Tokenizer& tokenizer, Engine& engine, ServerMetrics& metrics, AccessLog& log,
                      ChatFamily chat, const ServerOptions& options)
     : tokenizer_(tokenizer), engine_(engine), metrics_(metrics), log_(log), chat_(chat), options_(options),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(std::make_unique<HttpServer>(options.connections)) {
   setup_routes();
 }
 
 ApiServer::~ApiServer() = default;
 
-int ApiServer::bind() {
-  int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
-                                : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
-  if (port < 0) fail("cannot listen on {}:{}", options_.host, options_.port);
-  // httplib listens with a backlog of 5: a burst of clients connecting at once would
-  // overflow it and some would fail. Listening again only enlarges the queue.
-  ::listen(listen_socket_, SOMAXCONN);
-  return port;
-}
+void ApiServer::take_listener(HttpServer& other) { http_->take_listener(other); }
 
-void ApiServer::run() { http_->listen_after_bind(); }
+void ApiServer::run() { http_->run(); }
 
 void ApiServer::stop() {
   stats_->close();  // its subscribers would otherwise hold their threads forever
   http_->stop();
 }
+
+void ApiServer::refuse_new_requests() { refusing_ = true; }
 
 void ApiServer::record(Generation& g, const std::string& outcome, int status) {
   if (g.recorded) return;
@@ -172,34 +185,53 @@ void ApiServer::record(Generation& g, const std::string& outcome, int status) {
               {"e2e_ms", ms(t.arrived, t.finished)}});
 }
 
+bool ApiServer::serves_model(const std::string& name) const {
+  return name == options_.model_name ||
+         std::find(options_.model_aliases.begin(), options_.model_aliases.end(), name) != options_.model_aliases.end();
+}
+
 void ApiServer::setup_routes() {
-  httplib::Server& s = *http_;
-  s.new_task_queue = [n = options_.http_threads] { return new httplib::ThreadPool(n); };
+  HttpServer& s = *http_;
   s.set_payload_max_length(options_.max_body_bytes);
-  // Streams write many small events: without TCP_NODELAY, Nagle's algorithm holds each
-  // one back until the client's delayed ACK (40 ms), which would set TTFT and ITL.
-  s.set_tcp_nodelay(true);
-  // httplib's default adds SO_REUSEPORT, which lets a second server (or a port-0 bind)
-  // share a port already in use and silently split its connections.
-  s.set_socket_options([this](socket_t sock) {
-    int yes = 1;
-    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, reinterpret_cast<const void*>(&yes), sizeof yes);
-    listen_socket_ = sock;
-  });
-  s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (options_.api_key.empty() || req.path.rfind("/v1", 0) != 0) return httplib::Server::HandlerResponse::Unhandled;
-    std::string auth = req.get_header_value("Authorization");
-    std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("x-api-key");
-    if (key_matches(given, options_.api_key)) return httplib::Server::HandlerResponse::Unhandled;
-    send_error(res, ApiError(401, "", "invalid or missing API key (send 'Authorization: Bearer KEY')",
-                             "invalid_api_key", "authentication_error"));
+  // Answered before the body is read: the connection closes after the answer.
+  auto refuse = [](httplib::Response& res, const ApiError& e) {
+    send_error(res, e);
+    HttpServer::close_after_response(res);
     return httplib::Server::HandlerResponse::Handled;
+  };
+  s.set_pre_routing_handler([this, refuse](const httplib::Request& req, httplib::Response& res) {
+    if (refusing_) {
+      if (req.path != "/health")
+        return refuse(res, ApiError(503, "", "the server is shutting down", "server_shutting_down", "server_error"));
+      send_json(res, 503, {{"status", "shutting down"}});
+      HttpServer::close_after_response(res);
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (!options_.api_key.empty() && req.path.rfind("/v1", 0) == 0) {
+      std::string auth = req.get_header_value("Authorization");
+      std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : req.get_header_value("x-api-key");
+      if (!key_matches(given, options_.api_key))
+        return refuse(res, ApiError(401, "", "invalid or missing API key (send 'Authorization: Bearer KEY')",
+                                    "invalid_api_key", "authentication_error"));
+    }
+    if (req.method == "POST" && req.has_header("Content-Type") && !is_json(req.get_header_value("Content-Type")))
+      return refuse(res, ApiError(415, "",
+                                  fmt::format("the body must be JSON, sent as Content-Type: application/json (got "
+                                              "'{}')",
+                                              req.get_header_value("Content-Type")),
+                                  "unsupported_media_type"));
+    return httplib::Server::HandlerResponse::Unhandled;
   });
   s.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return;
     if (res.status == 413) {
       send_error(res, ApiError(413, "", fmt::format("request body exceeds {} bytes", options_.max_body_bytes),
                                "body_too_large"));
+    } else if (res.status == 404 && !http_->allowed_methods(req.path).empty()) {
+      const std::string allowed = http_->allowed_methods(req.path);
+      res.set_header("Allow", allowed);
+      send_error(res, ApiError(405, "", fmt::format("{} is not allowed on {}: it takes {}", req.method, req.path, allowed),
+                               "method_not_allowed"));
     } else if (res.status == 404) {
       send_error(res, ApiError(404, "", fmt::format("no route for {} {}", req.method, req.path), "not_found"));
     } else {
@@ -230,13 +262,20 @@ void ApiServer::setup_routes() {
   s.Post("/v1/chat/completions", [this](const httplib::Request& req, httplib::Response& res) {
     handle_generate(Endpoint::kChat, req, res);
   });
-  s.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    json model = {{"id", options_.model_name},
-                  {"object", "model"},
-                  {"created", 0},
-                  {"owned_by", "tps"},
-                  {"meta", {{"n_ctx", engine_.context()}, {"n_vocab", tokenizer_.vocab_size()}}}};
-    send_json(res, 200, {{"object", "list"}, {"data", json::array({model})}});
+  auto model_object = [this](const std::string& id) {
+    return json{{"id", id},
+                {"object", "model"},
+                {"created", 0},
+                {"owned_by", "tps"},
+                {"meta", {{"n_ctx", engine_.context()}, {"n_vocab", tokenizer_.vocab_size()}}}};
+  };
+  s.Get("/v1/models", [model_object, this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200, {{"object", "list"}, {"data", json::array({model_object(options_.model_name)})}});
+  });
+  s.Get("/v1/models/(.+)", [model_object, this](const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    if (!serves_model(id)) return send_error(res, unknown_model(id, options_.model_name));
+    send_json(res, 200, model_object(id));
   });
   s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
   s.Get("/", [](const httplib::Request&, httplib::Response& res) { serve_web_app(res); });
@@ -282,6 +321,7 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
   const int32_t ctx = engine_.context();
   try {
     ApiRequest api = parse_api_request(endpoint, req.body, {tokenizer_.vocab_size(), ctx});
+    if (!api.model.empty() && !serves_model(api.model)) throw unknown_model(api.model, options_.model_name);
     std::vector<int32_t> prompt;
     const char* prompt_field = endpoint == Endpoint::kChat ? "messages" : "prompt";
     if (endpoint == Endpoint::kChat) {
@@ -308,6 +348,7 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
     g->stream = engine_.submit(std::move(gen));
     if (!g->stream) throw ApiError(429, "", "the server is busy: too many requests are waiting", "queue_full",
                                    "rate_limit_error");
+    g->in_flight.emplace(in_flight_, g->stream);
   } catch (const ApiError& e) {
     send_error(res, e);
     return;
@@ -315,7 +356,8 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
   g->meta = {new_id(endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl"),
              std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
              g->api.model.empty() ? options_.model_name : g->api.model, endpoint};
-  g->deadline = now_seconds() + options_.request_timeout_s;
+  g->deadline = options_.request_timeout_s > 0 ? now_seconds() + options_.request_timeout_s
+                                               : std::numeric_limits<double>::infinity();
   g->remote = req.remote_addr;
   if (g->api.stream) {
     respond_stream(g, res);

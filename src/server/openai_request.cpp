@@ -58,8 +58,8 @@ bool is_harmless(const std::string& key, const json& v) {
   if (key == "echo") return v.is_boolean() && !v.get<bool>();
   if (key == "best_of") return v.is_number_integer() && v.get<int64_t>() == 1;
   if (key == "suffix" || key == "tools" || key == "tool_choice" || key == "functions")
-    return v.is_null() || (v.is_array() && v.empty()) || (key == "tool_choice" && v == "none");
-  if (key == "logit_bias") return v.is_null() || (v.is_object() && v.empty());
+    return (v.is_array() && v.empty()) || (key == "tool_choice" && v == "none");
+  if (key == "logit_bias") return v.is_object() && v.empty();
   if (key == "response_format") return v.is_object() && v.value("type", "") == "text";
   if (key == "parallel_tool_calls") return v.is_boolean();
   return false;
@@ -118,7 +118,6 @@ void parse_prompt(const json& v, const ApiLimits& limits, ApiRequest& r) {
 }
 
 void parse_stop(const json& v, ApiRequest& r) {
-  if (v.is_null()) return;
   if (v.is_string()) {
     r.stop.push_back(v.get<std::string>());
   } else if (v.is_array()) {
@@ -150,6 +149,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
   bool logprobs_flag = false;
 
   for (const auto& [key, v] : j.items()) {
+    if (v.is_null()) continue;  // as OpenAI's API: null is "not given", for every field
     if (key == "model") {
       r.model = get_string(v, key);
     } else if (key == "prompt" && !chat) {
@@ -157,7 +157,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
     } else if (key == "messages" && chat) {
       parse_messages(v, r);
     } else if (key == "max_tokens" || key == "max_completion_tokens" || key == "n_predict") {
-      if (!v.is_null()) r.max_tokens = static_cast<int32_t>(get_integer(v, key, 1, limits.ctx_size));
+      r.max_tokens = static_cast<int32_t>(get_integer(v, key, 1, limits.ctx_size));
     } else if (key == "temperature") {
       r.sampling.temperature = static_cast<float>(get_number(v, key, 0, 2));
     } else if (key == "top_p") {
@@ -167,11 +167,9 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
     } else if (key == "min_p") {
       r.sampling.min_p = static_cast<float>(get_number(v, key, 0, 1));
     } else if (key == "seed") {
-      if (!v.is_null()) {
-        if (!v.is_number_integer() && !v.is_number_unsigned())
-          bad(key, fmt::format("'seed' must be an integer, got {}", json_type(v)));
-        r.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
-      }
+      if (!v.is_number_integer() && !v.is_number_unsigned())
+        bad(key, fmt::format("'seed' must be an integer, got {}", json_type(v)));
+      r.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
     } else if (key == "stop") {
       parse_stop(v, r);
     } else if (key == "presence_penalty") {
@@ -181,28 +179,27 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
     } else if (key == "repetition_penalty" || key == "repeat_penalty") {
       r.sampling.repeat_penalty = static_cast<float>(get_number(v, key, 0, 10, true));
     } else if (key == "logprobs") {
-      if (v.is_null()) continue;
       if (chat) {
         logprobs_flag = get_bool(v, key);
       } else {
         r.top_logprobs = static_cast<int32_t>(get_integer(v, key, 0, 20));
       }
     } else if (key == "top_logprobs" && chat) {
-      if (!v.is_null()) r.top_logprobs = static_cast<int32_t>(get_integer(v, key, 0, 20));
+      r.top_logprobs = static_cast<int32_t>(get_integer(v, key, 0, 20));
     } else if (key == "n") {
       if (get_integer(v, key, 1, 1 << 20) != 1) bad(key, "'n' must be 1: one choice per request is supported");
     } else if (key == "return_tokens_as_token_ids") {
-      r.tokens_as_ids = v.is_null() ? false : get_bool(v, key);
+      r.tokens_as_ids = get_bool(v, key);
     } else if (key == "speculative") {
-      r.speculative = v.is_null() ? true : get_bool(v, key);
+      r.speculative = get_bool(v, key);
     } else if (key == "ignore_eos") {
       r.ignore_eos = get_bool(v, key);
     } else if (key == "stream") {
-      r.stream = v.is_null() ? false : get_bool(v, key);
+      r.stream = get_bool(v, key);
     } else if (key == "stream_options") {
-      if (v.is_null()) continue;
       if (!v.is_object()) bad(key, fmt::format("'stream_options' must be an object, got {}", json_type(v)));
       for (const auto& [k2, v2] : v.items()) {
+        if (v2.is_null()) continue;
         if (k2 == "include_usage") {
           r.include_usage = get_bool(v2, "stream_options.include_usage");
         } else if (k2 == "continuous_usage_stats") {

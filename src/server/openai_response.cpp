@@ -4,7 +4,16 @@ namespace tps {
 
 using nlohmann::json;
 
-const char* finish_reason_name(FinishReason reason) { return reason == FinishReason::kLength ? "length" : "stop"; }
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kCancelled:
+      return "abort";  // ended by the server (a shutdown), as vLLM names it
+    default:
+      return "stop";
+  }
+}
 
 json usage_json(const Usage& u) {
   return {{"prompt_tokens", u.prompt_tokens},

@@ -29,7 +29,7 @@ struct Usage {
   int32_t prompt_tokens = 0, completion_tokens = 0, cached_tokens = 0;
 };
 
-const char* finish_reason_name(FinishReason reason);  // "stop" or "length"
+const char* finish_reason_name(FinishReason reason);  // "stop", "length" or "abort"
 nlohmann::json usage_json(const Usage& usage);
 nlohmann::json timings_json(const RequestTimes& times, const Usage& usage);
 // logprobs in the endpoint's shape; null when none were asked for.

@@ -35,6 +35,20 @@ bool have_mpirun() { return std::system("command -v mpirun >/dev/null 2>&1") == 
 #define REQUIRE_MPIRUN() \
   if (!have_mpirun()) GTEST_SKIP() << "mpirun is absent: scripts/install-deps.sh installs Open MPI"
 
+// The process of rank 0 among mpirun's children (Open MPI names each rank in its
+// environment); -1 when there is none.
+pid_t rank_zero(pid_t mpirun_pid) {
+  std::ifstream children("/proc/" + std::to_string(mpirun_pid) + "/task/" + std::to_string(mpirun_pid) + "/children");
+  pid_t child;
+  while (children >> child) {
+    std::ifstream environ("/proc/" + std::to_string(child) + "/environ");
+    std::string variable;
+    while (std::getline(environ, variable, '\0'))
+      if (variable == "OMPI_COMM_WORLD_RANK=0") return child;
+  }
+  return -1;
+}
+
 struct Output {
   int rc = -1;
   std::string out, err;
@@ -168,6 +182,12 @@ TEST(TensorParallel, ServeAnswersTheApi) {
   EXPECT_EQ(s.status, 200);
   EXPECT_TRUE(s.done) << "no [DONE] on the stream";
   EXPECT_TRUE(server.alive());
+  // SIGTERM to the leader (mpirun would kill every rank a second after forwarding it):
+  // it shuts the server down and releases the others, and every rank exits 0.
+  const pid_t leader = rank_zero(server.pid());
+  ASSERT_GT(leader, 0);
+  ASSERT_EQ(kill(leader, SIGTERM), 0);
+  EXPECT_EQ(server.wait_exit(20), 0);
 }
 
 TEST(TensorParallel, AWrongSplitIsOneLineFromRankZeroAndEveryRankExits) {

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 namespace tps {
 
 static const ApiLimits kLimits{512, 256};
@@ -50,6 +52,52 @@ TEST(OpenAiRequest, ParsesTokenPromptsAndChat) {
   EXPECT_EQ(c.messages[1].content, "hi");
   EXPECT_EQ(c.top_logprobs, 3);
   EXPECT_EQ(c.max_tokens, 5);
+}
+
+// OpenAI's API reads null as "not given": every optional field at null parses as if absent.
+TEST(OpenAiRequest, NullIsNotGivenForEveryOptionalField) {
+  const char* fields[] = {"model", "max_tokens", "max_completion_tokens", "n_predict", "temperature", "top_p", "top_k",
+                          "min_p", "seed", "stop", "presence_penalty", "frequency_penalty", "repetition_penalty",
+                          "repeat_penalty", "logprobs", "n", "return_tokens_as_token_ids", "speculative", "ignore_eos",
+                          "stream", "stream_options", "user", "echo", "best_of", "suffix", "logit_bias",
+                          "response_format", "tools", "tool_choice", "metadata"};
+  const ApiRequest completion = parse_api_request(Endpoint::kCompletions, R"({"prompt":"a","seed":1})", kLimits);
+  const ApiRequest chat =
+      parse_api_request(Endpoint::kChat, R"({"messages":[{"role":"user","content":"a"}],"seed":1})", kLimits);
+  for (const char* f : fields) {
+    for (bool is_chat : {false, true}) {
+      nlohmann::json body = is_chat ? nlohmann::json::parse(R"({"messages":[{"role":"user","content":"a"}]})")
+                                    : nlohmann::json{{"prompt", "a"}};
+      body["seed"] = 1;
+      body[f] = nullptr;
+      ApiRequest r;
+      ASSERT_NO_THROW(r = parse_api_request(is_chat ? Endpoint::kChat : Endpoint::kCompletions, body.dump(), kLimits))
+          << body.dump();
+      const ApiRequest& want = is_chat ? chat : completion;
+      EXPECT_EQ(r.max_tokens, want.max_tokens) << f;
+      EXPECT_EQ(r.sampling.temperature, want.sampling.temperature) << f;
+      EXPECT_EQ(r.sampling.top_p, want.sampling.top_p) << f;
+      EXPECT_EQ(r.sampling.top_k, want.sampling.top_k) << f;
+      if (std::string(f) != "seed") {
+        EXPECT_EQ(r.sampling.seed, want.sampling.seed) << f;
+      }
+      EXPECT_EQ(r.stop, want.stop) << f;
+      EXPECT_EQ(r.top_logprobs, want.top_logprobs) << f;
+      EXPECT_EQ(r.stream, want.stream) << f;
+      EXPECT_EQ(r.speculative, want.speculative) << f;
+      EXPECT_EQ(r.model, want.model) << f;
+    }
+  }
+  const ApiRequest c = parse_api_request(
+      Endpoint::kChat, R"({"messages":[{"role":"user","content":"a","name":null}],"top_logprobs":null,"logprobs":null})",
+      kLimits);
+  EXPECT_EQ(c.top_logprobs, -1);
+  const ApiRequest s = parse_api_request(
+      Endpoint::kCompletions, R"({"prompt":"a","stream":true,"stream_options":{"include_usage":null}})", kLimits);
+  EXPECT_FALSE(s.include_usage);
+  // A required field at null is missing, and says so.
+  EXPECT_EQ(error_of(Endpoint::kCompletions, R"({"prompt":null})").param, "prompt");
+  EXPECT_EQ(error_of(Endpoint::kChat, R"({"messages":null})").param, "messages");
 }
 
 TEST(OpenAiRequest, RejectsBadInputNamingTheField) {

@@ -407,16 +407,15 @@ TEST(Serve, SpeculativeNgramGivesTheSameTextAndCountsItsDrafts) {
 
 TEST(Serve, BadSpeculativeFlagsAreOneLineErrors) {
   REQUIRE_MODEL(model, kStories);
-  for (const std::string& flags : {"--spec bogus", "--spec ngram --draft-max 0", "--draft-model /nonexistent.gguf"}) {
-    const std::string cmd = std::string(TPS_BINARY) + " serve -m " + model + " --port 0 " + flags + " 2>&1 >/dev/null";
-    FILE* p = popen(cmd.c_str(), "r");
-    std::string out;
-    char buf[512];
-    size_t n;
-    while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-    const int rc = pclose(p);
-    EXPECT_EQ(WEXITSTATUS(rc), 2) << flags << ": " << out;
-    EXPECT_EQ(out.rfind("tps: error: ", 0), 0u) << flags << ": " << out;
+  for (const std::string flags : {"--spec bogus", "--spec ngram --draft-max 0", "--draft-model /nonexistent.gguf"}) {
+    const CommandResult r =
+        run_command(std::string(TPS_BINARY) + " serve -m " + model + " --port 0 " + flags + " 2>&1 >/dev/null");
+    EXPECT_EQ(r.status, 2) << flags << ": " << r.output;
+    // The error is the last line; before it only serve's progress ("listening on ...").
+    const size_t error = r.output.find("tps: error: ");
+    EXPECT_NE(error, std::string::npos) << flags << ": " << r.output;
+    EXPECT_EQ(r.output.find('\n', error), r.output.size() - 1) << flags << ": " << r.output;
+    EXPECT_TRUE(error == 0 || r.output.rfind("tps serve: listening on ", 0) == 0) << flags << ": " << r.output;
   }
 }
 

@@ -31,13 +31,22 @@ inline std::string server_fixture(const std::string& relative) {
   return dir + "/" + relative;
 }
 
+struct StartOptions {
+  // Returns once the server listens, before its model is loaded (the port is read from
+  // its "listening on" line on stderr), instead of once it is ready.
+  bool when_listening = false;
+  // Starts it with SIGINT ignored, as a shell starts a background job.
+  bool sigint_ignored = false;
+};
+
 class ServeProcess {
  public:
   // Commands `tps serve` runs under (mpirun and its flags), looked up in PATH.
   void set_launcher(std::vector<std::string> launcher) { launcher_ = std::move(launcher); }
 
   // Returns an empty string on success, else what went wrong.
-  std::string start(const std::string& model, const std::vector<std::string>& extra = {}) {
+  std::string start(const std::string& model, const std::vector<std::string>& extra = {},
+                    const StartOptions& options = {}) {
     int out[2];
     if (pipe(out) != 0) return "pipe failed";
     log_path_ = std::filesystem::temp_directory_path() / ("tps_serve_test_" + std::to_string(getpid()) + "_" +
@@ -48,9 +57,10 @@ class ServeProcess {
     args.insert(args.begin(), launcher_.begin(), launcher_.end());
     pid_ = fork();
     if (pid_ == 0) {
-      dup2(out[1], 1);
+      dup2(out[1], options.when_listening ? 2 : 1);
       close(out[0]);
       close(out[1]);
+      if (options.sigint_ignored) signal(SIGINT, SIG_IGN);
       std::vector<char*> argv;
       for (auto& a : args) argv.push_back(a.data());
       argv.push_back(nullptr);
@@ -58,22 +68,49 @@ class ServeProcess {
       _exit(127);
     }
     close(out[1]);
-    std::string line;
+    // The first line on stdout says the server is ready; on stderr, that it listens.
+    const std::regex address(options.when_listening ? "listening on http://[^:]+:(\\d+)" : "http://[^:]+:(\\d+)");
+    std::string text;
+    std::smatch m;
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (line.find('\n') == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    while (!std::regex_search(text, m, address) && std::chrono::steady_clock::now() < deadline) {
       pollfd p{out[0], POLLIN, 0};
       if (poll(&p, 1, 100) <= 0) continue;
       char buf[512];
       ssize_t n = read(out[0], buf, sizeof buf);
       if (n <= 0) break;
-      line.append(buf, n);
+      text.append(buf, n);
     }
     close(out[0]);
-    std::smatch m;
-    if (!std::regex_search(line, m, std::regex("http://[^:]+:(\\d+)"))) return "no port in server output: " + line;
+    if (!std::regex_search(text, m, address)) return "no port in server output: " + text;
     port_ = std::stoi(m[1]);
     return "";
   }
+
+  // Sends `sig` and waits up to `seconds` for the server to exit: its exit status, or
+  // -1 when it was still running (it is killed then) or died of a signal.
+  int signal_and_wait(int sig, double seconds) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    return wait_exit(seconds);
+  }
+  // Waits up to `seconds` for an exit a signal already asked for; as signal_and_wait.
+  int wait_exit(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    int status = 0;
+    while (waitpid(pid_, &status, WNOHANG) == 0) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, nullptr, 0);
+        pid_ = -1;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+  pid_t pid() const { return pid_; }
 
   ~ServeProcess() { stop(); }
 

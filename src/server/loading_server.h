@@ -1,0 +1,31 @@
+#pragma once
+// The server's port while the model loads: it listens from the start, so that a health
+// check sees the server coming up instead of a refused connection. /health answers 503
+// {"status": "loading"} and every other route a 503 error, until the API server takes
+// the listening socket over.
+#include <string>
+#include <thread>
+
+#include "server/http_server.h"
+
+namespace tps {
+
+class LoadingServer {
+ public:
+  // Listens on host:port (0: any free port) and answers on a thread of its own.
+  // Throws tps::Error when it cannot listen.
+  LoadingServer(const std::string& host, int port, const ConnectionLimits& limits);
+  ~LoadingServer();  // stops answering; its socket stays open when it was taken over
+  LoadingServer(const LoadingServer&) = delete;
+  LoadingServer& operator=(const LoadingServer&) = delete;
+
+  int port() const { return port_; }
+  HttpServer& http() { return http_; }
+
+ private:
+  HttpServer http_;
+  int port_;
+  std::thread thread_;
+};
+
+}  // namespace tps
