@@ -325,6 +325,22 @@ TEST(StatsStream, CloseEndsEverySubscriberCleanly) {
   serving.join();
 }
 
+// The real server on SIGTERM: open live pages do not hold its exit up; each stream ends
+// as HTTP allows and the process exits 0.
+TEST(StatsStream, SigtermWithSubscribersExitsZero) {
+  REQUIRE_MODEL(model, kStories);
+  ServeProcess server;
+  ASSERT_EQ(server.start(model), "");
+  StatsSubscriber a(server.port()), b(server.port());
+  ASSERT_TRUE(a.next());
+  ASSERT_TRUE(b.next());
+  const double t = now_seconds();
+  EXPECT_EQ(server.signal_and_wait(SIGTERM, 10), 0);
+  EXPECT_LT(now_seconds() - t, 5.0);
+  EXPECT_TRUE(a.wait_end());
+  EXPECT_TRUE(b.wait_end());
+}
+
 TEST(WebApp, RootIsTheSelfContainedPage) {
   REQUIRE_MODEL(model, kStories);
   ServeProcess server;
