@@ -41,4 +41,11 @@ CLI::Validator in_range(T lo, T hi) {
       fmt::format("{} to {}", lo, hi));
 }
 
+// An option whose value must lie in [lo, hi]; its default is shown in --help.
+template <typename T, typename Bound>
+CLI::Option* add_ranged_option(CLI::App& app, const std::string& flag, T& value, const std::string& help, Bound lo,
+                               Bound hi) {
+  return app.add_option(flag, value, help)->capture_default_str()->check(in_range(lo, hi));
+}
+
 }  // namespace tps::cli

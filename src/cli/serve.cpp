@@ -195,57 +195,39 @@ CommandRegistration registration{
       auto a = std::make_shared<ServeArgs>();
       sub.add_option("-m,--model", a->model, "GGUF model file")->required();
       sub.add_option("--host", a->server.host, "address to listen on")->capture_default_str();
-      sub.add_option("--port", a->server.port, "port (0: any free port, printed at start)")
-          ->capture_default_str()
-          ->check(in_range(0, 65535));
+      add_ranged_option(sub, "--port", a->server.port, "port (0: any free port, printed at start)", 0, 65535);
       sub.add_option("-t,--threads", a->threads, "threads of the forward pass (default: the cores available)")
           ->check(in_range(1, 4096));
       sub.add_option("-c,--ctx-size", a->context, "tokens per sequence (default: the model's, at most 4096)")
           ->check(in_range(int64_t{2}, int64_t{1} << 24));
-      sub.add_option("--max-seqs", a->max_seqs, "sequences batched together")
-          ->capture_default_str()
-          ->check(in_range(1, 4096));
+      add_ranged_option(sub, "--max-seqs", a->max_seqs, "sequences batched together", 1, 4096);
       sub.add_option("--kv-blocks", a->kv_blocks, "KV cache blocks (default: max-seqs x 512 tokens)")
           ->check(in_range(int64_t{2}, int64_t{1} << 30));
-      sub.add_option("--block-size", a->block_tokens, "tokens per KV block")
-          ->capture_default_str()
-          ->check(in_range(int64_t{1}, int64_t{4096}));
-      sub.add_option("--batch-tokens", a->batch_tokens, "token rows per forward pass (chunked prefill budget)")
-          ->capture_default_str()
-          ->check(in_range(1, 1 << 20));
-      sub.add_option("--max-queue", a->max_queue, "requests waiting beyond this get 429")
-          ->capture_default_str()
-          ->check(in_range(1, 1 << 20));
+      add_ranged_option(sub, "--block-size", a->block_tokens, "tokens per KV block", int64_t{1}, int64_t{4096});
+      add_ranged_option(sub, "--batch-tokens", a->batch_tokens, "token rows per forward pass (chunked prefill budget)", 1,
+                        1 << 20);
+      add_ranged_option(sub, "--max-queue", a->max_queue, "requests waiting beyond this get 429", 1, 1 << 20);
       sub.add_option("--api-key", a->server.api_key, "require 'Authorization: Bearer KEY' on /v1 routes");
       sub.add_option("--chat-template", a->chat_template,
                      "chatml, llama2, llama3, mistral, phi3 or gemma (default: from the GGUF)");
-      sub.add_option("--request-timeout", a->server.request_timeout_s,
-                     "seconds before a request is cancelled with 408 (0: no limit)")
-          ->capture_default_str()
-          ->check(in_range(0.0, 1e6));
-      sub.add_option("--max-body", a->server.max_body_bytes, "largest request body in bytes (413 beyond)")
-          ->capture_default_str()
-          ->check(in_range(size_t{64}, size_t{1} << 30));
+      add_ranged_option(sub, "--request-timeout", a->server.request_timeout_s,
+                        "seconds before a request is cancelled with 408 (0: no limit)", 0.0, 1e6);
+      add_ranged_option(sub, "--max-body", a->server.max_body_bytes, "largest request body in bytes (413 beyond)",
+                        size_t{64}, size_t{1} << 30);
       sub.add_option("--alias", a->aliases,
                      "a model name requests may give, repeatable; the first is the one reported (default: the file "
                      "name, always accepted)");
-      sub.add_option("--shutdown-timeout", a->shutdown_timeout_s,
-                     "on SIGTERM or SIGINT, seconds the requests in flight have to finish before they end with "
-                     "finish_reason abort (0: end them at once)")
-          ->capture_default_str()
-          ->check(in_range(0.0, 86400.0));
-      sub.add_option("--max-connections", a->server.connections.max_connections,
-                     "connections open at once; more get 503 at once")
-          ->capture_default_str()
-          ->check(in_range(1, 65536));
-      sub.add_option("--read-timeout", a->server.connections.request_read_timeout_s,
-                     "seconds a client has to send a request's headers and body, from its first byte (408 beyond)")
-          ->capture_default_str()
-          ->check(in_range(0.1, 3600.0));
-      sub.add_option("--idle-timeout", a->server.connections.idle_timeout_s,
-                     "seconds a connection may wait for its next request before it is closed")
-          ->capture_default_str()
-          ->check(in_range(0.1, 3600.0));
+      add_ranged_option(sub, "--shutdown-timeout", a->shutdown_timeout_s,
+                        "on SIGTERM or SIGINT, seconds the requests in flight have to finish before they end with "
+                        "finish_reason abort (0: end them at once)",
+                        0.0, 86400.0);
+      add_ranged_option(sub, "--max-connections", a->server.connections.max_connections,
+                        "connections open at once; more get 503 at once", 1, 65536);
+      add_ranged_option(sub, "--read-timeout", a->server.connections.request_read_timeout_s,
+                        "seconds a client has to send a request's headers and body, from its first byte (408 beyond)",
+                        0.1, 3600.0);
+      add_ranged_option(sub, "--idle-timeout", a->server.connections.idle_timeout_s,
+                        "seconds a connection may wait for its next request before it is closed", 0.1, 3600.0);
       sub.add_option("--log-file", a->log_file, "access log file (default: stderr)");
       sub.add_option("--profile", a->profile, "hardware profile from `tps probe`: adds decode bandwidth utilization to /metrics");
       sub.add_flag("--no-prefix-cache", a->no_prefix_cache, "do not share KV blocks between requests");

@@ -10,21 +10,12 @@ void add_speculative_options(CLI::App& sub, SpeculativeArgs& a) {
   sub.add_option("--spec", a.spec, "speculative decoding: off, or ngram (prompt and context lookup)")
       ->capture_default_str();
   sub.add_option("--draft-model", a.draft_model, "speculative decoding with this smaller GGUF as the draft");
-  sub.add_option("--draft-max", a.config.draft_max, "drafts per verify step at most")
-      ->capture_default_str()
-      ->check(in_range(1, 64));
-  sub.add_option("--draft-min", a.config.draft_min, "fewer drafts than this are not verified")
-      ->capture_default_str()
-      ->check(in_range(1, 64));
-  sub.add_option("--draft-p-min", a.config.draft_p_min, "a draft model stops below this probability of its pick")
-      ->capture_default_str()
-      ->check(in_range(0.0f, 1.0f));
-  sub.add_option("--ngram-min", a.config.ngram_min, "shortest n-gram looked up")
-      ->capture_default_str()
-      ->check(in_range(1, 64));
-  sub.add_option("--ngram-max", a.config.ngram_max, "longest n-gram looked up")
-      ->capture_default_str()
-      ->check(in_range(1, 64));
+  add_ranged_option(sub, "--draft-max", a.config.draft_max, "drafts per verify step at most", 1, 64);
+  add_ranged_option(sub, "--draft-min", a.config.draft_min, "fewer drafts than this are not verified", 1, 64);
+  add_ranged_option(sub, "--draft-p-min", a.config.draft_p_min, "a draft model stops below this probability of its pick",
+                    0.0f, 1.0f);
+  add_ranged_option(sub, "--ngram-min", a.config.ngram_min, "shortest n-gram looked up", 1, 64);
+  add_ranged_option(sub, "--ngram-max", a.config.ngram_max, "longest n-gram looked up", 1, 64);
 }
 
 namespace {
