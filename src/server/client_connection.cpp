@@ -12,15 +12,17 @@ namespace tps {
 
 namespace {
 
-// The numeric host and port of an address, as cpp-httplib writes them into Request.
+// The numeric host and port of an IP address, as cpp-httplib writes them into Request.
+// Other sockets of the process (a Unix socket's "service" is its path) never match.
 bool host_and_port(const sockaddr_storage& addr, socklen_t len, std::string& host, int& port) {
+  if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6) return false;
   char h[NI_MAXHOST], p[NI_MAXSERV];
   if (getnameinfo(reinterpret_cast<const sockaddr*>(&addr), len, h, sizeof h, p, sizeof p,
                   NI_NUMERICHOST | NI_NUMERICSERV) != 0)
     return false;
   host = h;
-  port = std::stoi(p);
-  return true;
+  const char* end = p + std::char_traits<char>::length(p);
+  return std::from_chars(p, end, port).ec == std::errc() && port >= 0;
 }
 
 bool end_matches(int fd, bool peer, const std::string& host, int port) {
