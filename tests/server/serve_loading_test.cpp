@@ -14,11 +14,13 @@ TEST(ServeLoading, HealthIs503LoadingUntilTheModelIsReadyThen200) {
   ASSERT_FALSE(model.empty());
   ServeProcess server;
   ASSERT_EQ(server.start(model, {}, {.when_listening = true}), "");
-  auto c = server.client();
   int loading = 0;
   bool ready = false, api_refused = false;
   const double give_up = now_seconds() + 120;
   while (!ready && now_seconds() < give_up) {
+    // A new connection each time, as a prober makes: the API server takes over the
+    // listening socket, not the loading server's kept-alive connections.
+    auto c = server.client();
     auto res = c->Get("/health");
     ASSERT_TRUE(res) << "no answer from /health: " << httplib::to_string(res.error());
     if (res->status == 200) {
@@ -41,7 +43,7 @@ TEST(ServeLoading, HealthIs503LoadingUntilTheModelIsReadyThen200) {
   EXPECT_TRUE(ready);
   EXPECT_GT(loading, 0);
   EXPECT_TRUE(api_refused);
-  const Reply r = post(*c, "/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 2}});
+  const Reply r = post(*server.client(), "/v1/completions", json{{"prompt", "Once"}, {"max_tokens", 2}});
   EXPECT_EQ(r.status, 200) << r.raw;
 }
 
