@@ -163,6 +163,13 @@ void ApiServer::stop() {
 
 void ApiServer::refuse_new_requests() { refusing_ = true; }
 
+std::string ApiServer::outcome_of(const Generation& g) const {
+  // A generation cancelled while the server drains was ended by the shutdown ("abort",
+  // its finish_reason); otherwise its client went away first.
+  if (g.reason == FinishReason::kCancelled && !refusing_) return "cancelled";
+  return finish_reason_name(g.reason);
+}
+
 void ApiServer::record(Generation& g, const std::string& outcome, int status) {
   if (g.recorded) return;
   g.recorded = true;
@@ -387,7 +394,7 @@ void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, const httpli
   }
   json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
   send_json(res, 200, completion_body(g->meta, g->text, g->reason, lps, g->usage(), g->times()));
-  record(*g, finish_reason_name(g->reason), 200);
+  record(*g, outcome_of(*g), 200);
 }
 
 void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res) {
@@ -433,7 +440,7 @@ void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Re
           if (g->api.continuous_usage) last["usage"] = usage_json(g->usage());
           // Counted before the last events go out, so a client that reads [DONE] and
           // then scrapes /metrics sees this request.
-          record(*g, finish_reason_name(g->reason), 200);
+          record(*g, outcome_of(*g), 200);
           send(sse_event(last));
           if (g->api.include_usage) send(sse_event(usage_chunk(g->meta, g->usage())));
           send(sse_done());

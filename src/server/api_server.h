@@ -53,6 +53,8 @@ class ApiServer {
   void handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
   void respond_plain(const std::shared_ptr<Generation>& g, const httplib::Request& req, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res);
+  // The access log's and the metrics' outcome: the finish reason, or "cancelled".
+  std::string outcome_of(const Generation& g) const;
   void record(Generation& g, const std::string& outcome, int status);
   bool serves_model(const std::string& name) const;
 

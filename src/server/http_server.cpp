@@ -229,19 +229,18 @@ int HttpServer::bind(const std::string& host, int port) {
 }
 
 void HttpServer::take_listener(HttpServer& other) {
+  // `other` is not stopped: a connection its accept loop took just before this still
+  // gets its answer there (serve()), rather than being closed unanswered.
   svr_sock_ = other.svr_sock_.exchange(INVALID_SOCKET);
-  const uint64_t one = 1;
-  if (::write(other.stop_fd_, &one, sizeof one) < 0) {
-    // An eventfd's counter takes 2^64 - 2 writes before it would block.
-  }
 }
 
 void HttpServer::run() { listen_after_bind(); }
 
 void HttpServer::stop() {
+  stopped_ = true;
   const uint64_t one = 1;
   if (::write(stop_fd_, &one, sizeof one) < 0) {
-    // As in take_listener: cannot fail.
+    // An eventfd's counter takes 2^64 - 2 writes before it would block.
   }
   socket_t s = svr_sock_.exchange(INVALID_SOCKET);
   if (s != INVALID_SOCKET) {
@@ -347,7 +346,9 @@ bool HttpServer::process_and_close_socket(socket_t sock) {
 
 void HttpServer::serve(Connection& c) {
   for (size_t served = 0; served < keep_alive_max_count_; ++served) {
-    if (svr_sock_ == INVALID_SOCKET || !c.wait_request(limits_.idle_timeout_s)) return;
+    // Kept-alive connections end with the listener (stopped, or handed over); a new one
+    // is answered unless the server stopped.
+    if ((served > 0 && svr_sock_ == INVALID_SOCKET) || stopped_ || !c.wait_request(limits_.idle_timeout_s)) return;
     c.begin_request(now_seconds() + limits_.request_read_timeout_s);
     bool closed = false;
     const bool ok = process_request(c, served + 1 == keep_alive_max_count_, closed, nullptr);

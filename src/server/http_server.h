@@ -73,6 +73,7 @@ class HttpServer : public httplib::Server {
 
   ConnectionLimits limits_;
   int stop_fd_ = -1;  // an eventfd, readable once stop() was called
+  std::atomic<bool> stopped_{false};
   std::atomic<int> connections_{0};
   std::vector<std::pair<std::string, std::regex>> routes_;  // (method, pattern)
 };
