@@ -1,5 +1,7 @@
 #include "cli/model_session.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdio>
 
@@ -15,9 +17,27 @@ void add_tensor_parallel_option(CLI::App& sub, int& tp) {
       ->check(in_range(1, 4096));
 }
 
+namespace {
+
+// mpirun ends a job one of whose ranks died by sending SIGTERM to the others, and its own
+// message names only the dead rank's pid: the leader says what happened to the run.
+// (tps serve blocks SIGTERM for its drain, so there this never runs.)
+extern "C" void leader_stopped(int) {
+  static const char kMessage[] =
+      "tps: error: the tensor-parallel group was stopped: a rank died (or mpirun was interrupted); "
+      "the run is incomplete\n";
+  if (::write(STDERR_FILENO, kMessage, sizeof kMessage - 1) < 0) {
+    // Nothing left to tell it to.
+  }
+  _exit(1);
+}
+
+}  // namespace
+
 ModelSession::ModelSession(int tp) {
   if (tp <= 1) return;
   group_ = start_mpi_group();
+  if (group_->leader()) std::signal(SIGTERM, leader_stopped);
   if (group_->ranks() != tp) {
     if (!group_->leader()) throw QuietExit{2};
     fail("--tp {} needs {} ranks, and this run has {}: start it as mpirun -np {} tps ... --tp {}", tp, tp,

@@ -250,5 +250,30 @@ TEST(TensorParallel, ARankThatDiesEndsEveryRankWithinSeconds) {
   stream.wait();
 }
 
+// `tps run` split over three ranks (smollm2's 9 heads): rank 1 dies mid-run; rank 0 says
+// what happened (mpirun names only the dead pid), and every rank ends, non-zero.
+TEST(TensorParallel, ARankThatDiesMidRunGetsOneLineFromRankZero) {
+  REQUIRE_MPIRUN();
+  const std::string model = testing::synthesized_model("smollm2-135m", "q8_0");
+  ASSERT_FALSE(model.empty());
+  const std::string marker = "tps_tp_run_fault_" + std::to_string(getpid());
+  auto done = std::async(std::launch::async, [&] {
+    return run(mpirun(3) + TPS_BINARY + " run -t 1 -n 1500 --ignore-eos --tp 3 -p " + marker + " -m " + model);
+  });
+  std::vector<pid_t> follower;
+  for (int i = 0; i < 600 && follower.empty(); ++i) {
+    follower = rank_pids(1, marker);
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_EQ(follower.size(), 1u);
+  std::this_thread::sleep_for(std::chrono::seconds(2));  // loaded, and generating
+  kill(follower[0], SIGKILL);
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(30)), std::future_status::ready) << "a rank outlived rank 1";
+  const Output o = done.get();
+  EXPECT_NE(o.rc, 0);
+  EXPECT_NE(o.err.find("tps: error: the tensor-parallel group was stopped: a rank died"), std::string::npos) << o.err;
+  EXPECT_TRUE(rank_pids(0, marker).empty()) << "rank 0 outlived rank 1";
+}
+
 }  // namespace
 }  // namespace tps
