@@ -5,6 +5,8 @@
 #include <csignal>
 #include <cstdio>
 
+#include <fmt/format.h>
+
 #include "cli/command.h"
 #include "core/error.h"
 #include "engine/shard_steps.h"
@@ -38,11 +40,22 @@ ModelSession::ModelSession(int tp) {
   if (tp <= 1) return;
   group_ = start_mpi_group();
   if (group_->leader()) std::signal(SIGTERM, leader_stopped);
-  if (group_->ranks() != tp) {
-    if (!group_->leader()) throw QuietExit{2};
-    fail("--tp {} needs {} ranks, and this run has {}: start it as mpirun -np {} tps ... --tp {}", tp, tp,
-         group_->ranks(), tp, tp);
-  }
+  if (group_->ranks() != tp)
+    end_group(fmt::format("--tp {} needs {} ranks, and this run has {}: start it as mpirun -np {} tps ... --tp {}", tp,
+                          tp, group_->ranks(), tp, tp),
+              "");
+}
+
+void ModelSession::end_group(const std::string& leader_error, const std::string& own_error) {
+  if (group_->leader()) std::fprintf(stderr, "tps: error: %s\n", leader_error.c_str());
+  else if (!own_error.empty()) std::fprintf(stderr, "tps: rank %d: error: %s\n", group_->rank(), own_error.c_str());
+  // No rank leaves before the lines are out: mpirun stops the group at the first
+  // non-zero exit, which would cut the leader off before it had said why. The leader
+  // has said it, so the SIGTERM that may follow needs no second line.
+  std::fflush(stderr);
+  if (group_->leader()) std::signal(SIGTERM, SIG_IGN);
+  group_->any(false);
+  throw QuietExit{2};
 }
 
 void ModelSession::load(const std::string& path) {
@@ -61,9 +74,8 @@ void ModelSession::load(const std::string& path) {
   // A failure the leader shares (a bad file, a split that does not fit) is reported
   // once, by the leader; one only a follower meets is reported by it.
   const bool leader_failed = group_->any(group_->leader() && !error.empty());
-  if (group_->leader()) fail("{}", leader_failed ? error : "another rank could not load its slice of the model");
-  if (!error.empty() && !leader_failed) std::fprintf(stderr, "tps: rank %d: error: %s\n", group_->rank(), error.c_str());
-  throw QuietExit{2};
+  end_group(leader_failed ? error : "another rank could not load its slice of the model",
+            leader_failed ? "" : error);
 }
 
 ModelSession::~ModelSession() {

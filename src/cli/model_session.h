@@ -22,9 +22,9 @@ struct QuietExit {
 
 class ModelSession {
  public:
-  // Loads `path` whole (tp <= 1), or this rank's slice of it after starting MPI. Every
-  // rank checks the group and the load together: on a failure the leader throws a
-  // one-line tps::Error and the other ranks throw QuietExit{2}.
+  // Loads `path` whole (tp <= 1; a failure throws tps::Error), or this rank's slice of it
+  // after starting MPI. Every rank checks the group and the load together: on a failure
+  // the leader prints one line, and every rank throws QuietExit{2} once it is out.
   ModelSession(const std::string& path, int tp) : ModelSession(tp) { load(path); }
   // In two steps, for a command that acts between them (a server that listens while its
   // model loads): starts MPI and checks the group (tp > 1), then loads.
@@ -40,6 +40,10 @@ class ModelSession {
   int follow();
 
  private:
+  // Every rank: the leader prints `leader_error`, a follower its `own_error` if any; then
+  // all throw QuietExit{2} together.
+  [[noreturn]] void end_group(const std::string& leader_error, const std::string& own_error);
+
   std::unique_ptr<TensorParallelGroup> group_;
   std::unique_ptr<Model> model_;
 };

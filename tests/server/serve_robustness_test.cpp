@@ -102,10 +102,11 @@ TEST(ServeErrors, ApiKeyIsCheckedOnEveryV1Route) {
 TEST(ServeErrors, FullQueueGets429WithRetryAfterAndSlowRequestsTimeOut) {
   REQUIRE_MODEL(model, kSynthetic);
   ServeProcess server;
-  ASSERT_EQ(server.start(model, {"--ctx-size", "2048", "--max-seqs", "1", "--max-queue", "1", "--request-timeout",
-                                 "0.5"}),
+  // 4000 tokens of this small model take longer than 0.1 s even on a fast, quiet machine.
+  ASSERT_EQ(server.start(model, {"--ctx-size", "4096", "--max-seqs", "1", "--max-queue", "1", "--request-timeout",
+                                 "0.1"}),
             "");
-  json slow = {{"prompt", "Once upon a time"}, {"max_tokens", 2000}, {"ignore_eos", true}};
+  json slow = {{"prompt", "Once upon a time"}, {"max_tokens", 4000}, {"ignore_eos", true}};
   std::vector<Reply> replies(5);
   std::vector<std::thread> threads;
   for (size_t i = 0; i < replies.size(); ++i)
