@@ -4,11 +4,12 @@
 // null for optional fields, and SIGTERM during a stream (the stream ends, exit 0).
 // Usage: node serve_openai_sdk_test.mjs <path of tps> <output folder>
 // Exits 77 (ctest SKIP_RETURN_CODE) when web/node_modules lacks the openai package.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import { createRequire } from "node:module";
 import fs from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { storiesModel } from "../support/stories_model.mjs";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 let OpenAI;
@@ -21,17 +22,8 @@ try {
 const tps = path.resolve(process.argv[2]), outDir = path.resolve(process.argv[3]);
 fs.mkdirSync(outDir, { recursive: true });
 
-function model() {
-  const fixtures = process.env.TPS_FIXTURES || path.resolve(here, "../../../shared/fixtures");
-  const stories = path.join(fixtures, "models/stories260K.gguf");
-  if (fs.existsSync(stories)) return stories;
-  const synth = path.join(outDir, "stories260k-synth.gguf");
-  const r = spawnSync(tps, ["synth", "--preset", "stories260k", "--type", "q8_0", "-o", synth, "-t", "1"], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error("tps synth failed");
-  return synth;
-}
 
-const file = model();
+const file = storiesModel(tps, outDir);
 const server = spawn(tps, ["serve", "-m", file, "--port", "0", "-t", "1", "--alias", "stories", "--log-file",
                            path.join(outDir, "serve.log")], { stdio: ["ignore", "pipe", "inherit"] });
 const exited = new Promise((resolve) => server.on("exit", (code, signal) => resolve({ code, signal })));

@@ -6,35 +6,23 @@
 // $TPS_PAGE_SCREENSHOTS when given.
 // Usage: node serve_page_browser_test.mjs <path of tps> <output folder> [--screenshots DIR]
 // Exits 77 (ctest SKIP_RETURN_CODE) when Chromium or playwright-core is missing.
-import { spawn, spawnSync } from "node:child_process";
+import { spawn } from "node:child_process";
 import fs from "node:fs";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
+import { storiesModel } from "../support/stories_model.mjs";
 import { findChromium, launchChromium } from "../support/chromium.mjs";
 
 const args = process.argv.slice(2);
 const flag = args.indexOf("--screenshots");
 const screenshotDir = path.resolve(flag >= 0 ? args.splice(flag, 2)[1] : process.env.TPS_PAGE_SCREENSHOTS || args[1]);
 const tps = path.resolve(args[0]), outDir = path.resolve(args[1]);
-const here = path.dirname(fileURLToPath(import.meta.url));
 const browser = findChromium();
 fs.mkdirSync(outDir, { recursive: true });
 fs.mkdirSync(screenshotDir, { recursive: true });
 
-// The stories fixture writes English; without ../shared, a synthesized model of its shape.
-function model() {
-  const fixtures = process.env.TPS_FIXTURES || path.resolve(here, "../../../shared/fixtures");
-  const stories = path.join(fixtures, "models/stories260K.gguf");
-  if (fs.existsSync(stories)) return stories;
-  const synth = path.join(outDir, "stories260k-synth.gguf");
-  const r = spawnSync(tps, ["synth", "--preset", "stories260k", "--type", "q8_0", "-o", synth, "-t", "1"], { stdio: "inherit" });
-  if (r.status !== 0) throw new Error("tps synth failed");
-  return synth;
-}
-
 // Starts `tps serve` on any free port; resolves with the process and its URL.
 function serve() {
-  const child = spawn(tps, ["serve", "-m", model(), "--port", "0", "-t", "1", "--log-file", path.join(outDir, "serve.log")],
+  const child = spawn(tps, ["serve", "-m", storiesModel(tps, outDir), "--port", "0", "-t", "1", "--log-file", path.join(outDir, "serve.log")],
                       { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
