@@ -369,13 +369,12 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
   if (g->api.stream) {
     respond_stream(g, res);
   } else {
-    respond_plain(g, req, res);
+    respond_plain(g, res);
   }
 }
 
-void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, const httplib::Request& req,
-                              httplib::Response& res) {
-  const ClientConnection client(req);
+void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+  const ClientConnection client(HttpServer::current_socket());
   while (!g->done()) {
     if (client.closed()) {
       g->stream->cancel();  // frees the sequence's blocks at the engine's next step

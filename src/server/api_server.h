@@ -51,7 +51,7 @@ class ApiServer {
   struct Generation;
   void setup_routes();
   void handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  void respond_plain(const std::shared_ptr<Generation>& g, const httplib::Request& req, httplib::Response& res);
+  void respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res);
   void respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res);
   // The access log's and the metrics' outcome: the finish reason, or "cancelled".
   std::string outcome_of(const Generation& g) const;

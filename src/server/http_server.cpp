@@ -303,6 +303,8 @@ std::string HttpServer::allowed_methods(const std::string& path) const {
 
 bool HttpServer::request_read_timed_out() { return current_ != nullptr && current_->timed_out(); }
 
+socket_t HttpServer::current_socket() { return current_ != nullptr ? current_->socket() : INVALID_SOCKET; }
+
 void HttpServer::close_after_response(httplib::Response& res) {
   res.set_header("Connection", "close");
   if (current_ != nullptr) current_->close_requested = true;

@@ -56,6 +56,9 @@ class HttpServer : public httplib::Server {
   // On a handler's thread: the connection closes after this response, as a request
   // answered before its body was read must (the body would be read as the next request).
   static void close_after_response(httplib::Response& res);
+  // On a handler's thread: the socket of the connection it answers (httplib 0.11 does
+  // not hand it to handlers).
+  static socket_t current_socket();
 
  private:
   class Connection;
