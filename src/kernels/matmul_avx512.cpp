@@ -107,7 +107,7 @@ struct FloatVec512 {
   static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>, widen_panel};
+constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>, widen_panel<ZmmBytes>};
 
 }  // namespace
 
