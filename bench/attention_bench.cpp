@@ -26,15 +26,16 @@ struct Setup {
   std::vector<AttentionBlock> scratch;
   double flops = 0;
 
-  static ModelConfig tinyllama(int64_t layers) {
-    ModelConfig c = *find_model_preset("tinyllama-1.1b");
-    c.n_layers = layers;
+  static ModelConfig preset(const char* name, int64_t layers) {
+    ModelConfig c = *find_model_preset(name);
+    if (layers > 0) c.n_layers = layers;
     return c;
   }
 
   // `sequences` sequences of `length` positions; the last `rows` of each are queried.
-  Setup(int64_t sequences, int64_t length, int64_t rows, int64_t layers = 1)
-      : config(tinyllama(layers)), kv(config, sequences * ((length + 15) / 16)), tables(sequences) {
+  // layers: how many of the preset's (0: all).
+  Setup(int64_t sequences, int64_t length, int64_t rows, int64_t layers = 1, const char* model = "tinyllama-1.1b")
+      : config(preset(model, layers)), kv(config, sequences * ((length + 15) / 16)), tables(sequences) {
     std::mt19937 rng(3);
     std::normal_distribution<float> dist(0.0f, 1.0f);
     const int64_t kv_dim = config.kv_dim(), blocks = (length + 15) / 16;
@@ -45,11 +46,11 @@ struct Setup {
       for (int64_t p = 0; p < length; ++p) {
         for (auto& x : key) x = dist(rng);
         for (auto& x : value) x = dist(rng);
-        for (int64_t layer = 0; layer < layers; ++layer)
+        for (int64_t layer = 0; layer < config.n_layers; ++layer)
           kv.store(layer, tables[s][p / 16], p % 16, key.data(), value.data());
         if (p >= length - rows) {
           batch.add(0, static_cast<int32_t>(p), static_cast<int32_t>(s), false);
-          flops += 4.0 * config.head_dim * config.n_heads * static_cast<double>(p + 1) * static_cast<double>(layers);
+          flops += 4.0 * config.head_dim * config.n_heads * static_cast<double>(p + 1) * static_cast<double>(config.n_layers);
         }
       }
     }
@@ -91,10 +92,16 @@ void BM_AttentionDecode16x192AllLayers(benchmark::State& state) {
   run(state, s);
 }
 
+void BM_AttentionDecodeStories260K(benchmark::State& state) {
+  static Setup s(1, 192, 1, 0, "stories260k");
+  run(state, s);
+}
+
 BENCHMARK(BM_AttentionPrefill128)->UseRealTime();
 BENCHMARK(BM_AttentionDecode16x192)->UseRealTime();
 BENCHMARK(BM_AttentionDecode2x192)->UseRealTime();
 BENCHMARK(BM_AttentionDecode16x192AllLayers)->UseRealTime();
+BENCHMARK(BM_AttentionDecodeStories260K)->UseRealTime();
 
 }  // namespace
 }  // namespace tps

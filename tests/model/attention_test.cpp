@@ -105,6 +105,8 @@ INSTANTIATE_TEST_SUITE_P(
                                      Case{32, 4, 64, 16},   // TinyLlama: groups of 8 heads
                                      Case{13, 1, 48, 16},   // 8 + 4 + 1 heads, head_dim off 32
                                      Case{4, 4, 18, 16},    // MHA, head_dim off the 4-wide unroll
+                                     Case{8, 4, 8, 16},     // stories260K: head_dim in 8-lane registers
+                                     Case{4, 2, 27, 16},    // head_dim 16 + 8 + 3
                                      Case{6, 3, 32, 5},     // blocks shorter than a key row
                                      Case{2, 1, 16, 40})),  // blocks longer than a key row
     [](const auto& info) {

@@ -22,7 +22,8 @@ fs.mkdirSync(screenshotDir, { recursive: true });
 
 // Starts `tps serve` on any free port; resolves with the process and its URL.
 function serve() {
-  const child = spawn(tps, ["serve", "-m", storiesModel(tps, outDir), "--port", "0", "-t", "1", "--log-file", path.join(outDir, "serve.log")],
+  const child = spawn(tps, ["serve", "-m", storiesModel(tps, outDir), "--port", "0", "-t", "1", "--ctx-size", "16384",
+                            "--log-file", path.join(outDir, "serve.log")],
                       { stdio: ["ignore", "pipe", "inherit"] });
   return new Promise((resolve, reject) => {
     let out = "";
@@ -71,23 +72,26 @@ try {
 
   // Streaming and Stop: a long answer (past end-of-text: this test adds ignore_eos to the
   // request) shows text while it is still streaming; Stop ends it as "stopped" and the
-  // server cancels it.
+  // server cancels it. The server is paused (SIGSTOP) from its first text until Stop,
+  // so the answer cannot end first however fast the machine.
   await page.route("**/v1/chat/completions", (route) => {
     const body = JSON.parse(route.request().postData());
     route.continue({ postData: JSON.stringify({ ...body, ignore_eos: true }) });
   });
-  await page.fill("#max-tokens", "1900");
+  await page.fill("#max-tokens", "16000");
   await page.fill("#prompt", "Tell me a long story");
   await page.press("#prompt", "Enter");
   const early = await page.waitForFunction(() => {
     const a = [...document.querySelectorAll(".msg.assistant")].pop();
     return a.querySelector(".text").textContent.length > 0 && a.querySelector(".meta").textContent;
   });
+  server.kill("SIGSTOP");
   const streaming = await early.jsonValue();
   check(/streaming/.test(streaming), "text appeared only when the answer ended: " + streaming);
   await page.click("#stop");
   await page.waitForFunction(() => !document.getElementById("send").disabled);
   const stopped = await page.evaluate(() => [...document.querySelectorAll(".msg.assistant .meta")].pop().textContent);
+  server.kill("SIGCONT");
   check(/stopped/.test(stopped), "Stop did not stop the answer: " + stopped);
   await page.unroute("**/v1/chat/completions");
   const cancelled = () => fs.readFileSync(path.join(outDir, "serve.log"), "utf8").includes('"finish":"cancelled"');
@@ -131,6 +135,7 @@ try {
 } finally {
   if (load && load.exitCode === null) load.kill();
   await close();
+  server.kill("SIGCONT");  // in case a failure came while it was paused
   server.kill();
 }
 if (failures.length) {
