@@ -1,7 +1,8 @@
 #pragma once
 // A fork-join pool for the forward pass. On two cores every barrier counts, so workers
 // spin briefly on a generation counter before sleeping (C++20 atomic wait = futex),
-// and dispatch passes a plain function reference: no allocation per op.
+// the caller does the share of a worker that has not woken up, and dispatch passes a
+// plain function reference: no allocation per op.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -94,12 +95,23 @@ class ThreadPool {
   }
   void worker_loop(int index);
 
+  // Thread i's share of each region (generation g) is run by whichever of it and the
+  // calling thread claims g first: a worker that sleeps (a futex wake can take
+  // hundreds of microseconds on a VM whose idle vCPU is halted) never holds the caller up.
+  struct alignas(64) Slot {
+    std::atomic<uint32_t> claimed{0};   // the last generation whose share was claimed
+    std::atomic<uint32_t> finished{0};  // the last generation its worker finished
+  };
+
+  // Whether this thread claimed generation g of the slot (no one had g or later).
+  static bool claim(Slot& slot, uint32_t g);
+
   int n_threads_;
+  std::vector<Slot> slots_;  // by thread index; slot 0 (the caller's) unused
   std::vector<std::thread> workers_;
   RawFn fn_ = nullptr;
   void* ctx_ = nullptr;
   std::atomic<uint32_t> generation_{0};
-  std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
   double* wait_total_ = nullptr;
 };

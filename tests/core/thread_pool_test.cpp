@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <mutex>
 #include <numeric>
@@ -85,12 +86,32 @@ TEST(ThreadPool, RunGivesEveryThreadItsIndexAndManyRoundsComplete) {
   EXPECT_EQ(sums[2], 6000);
 }
 
+TEST(ThreadPool, EveryShareRunsOnceWhetherItsWorkerIsAwakeOrAsleep) {
+  ThreadPool pool(3);
+  std::vector<std::atomic<int>> runs(3);
+  for (int round = 0; round < 40; ++round) {
+    // Every few rounds the workers have gone to sleep (a futex wait) in between.
+    if (round % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    for (auto& r : runs) r = 0;
+    pool.run([&](int ti, int) { ++runs[static_cast<size_t>(ti)]; });
+    for (int ti = 0; ti < 3; ++ti) EXPECT_EQ(runs[static_cast<size_t>(ti)], 1) << "round " << round << " share " << ti;
+  }
+}
+
 TEST(ThreadPool, CountsTheCallersWaitsWhileAsked) {
   ThreadPool pool(2);
   double waited = 0;
   pool.count_waits(&waited);
-  pool.run([](int thread, int) {
-    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  // Share 0 holds the caller until the worker has taken share 1 (the caller would
+  // otherwise run a share whose worker has not woken up yet itself).
+  std::atomic<bool> worker_started{false};
+  pool.run([&](int thread, int) {
+    if (thread == 0) {
+      while (!worker_started) std::this_thread::yield();
+    } else {
+      worker_started = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
   });
   EXPECT_GE(waited, 0.019) << "the caller returned at once and waited for the sleeping worker";
   pool.count_waits(nullptr);
