@@ -43,7 +43,7 @@ int ThreadPool::default_threads() {
   return std::max(1u, std::thread::hardware_concurrency());
 }
 
-void ThreadPool::dispatch(RawFn fn, void* ctx) {
+void ThreadPool::dispatch(RawFn fn, void* ctx, bool caller_takes_late_shares) {
   if (n_threads_ == 1) {
     fn(ctx, 0, 1);
     return;
@@ -56,7 +56,7 @@ void ThreadPool::dispatch(RawFn fn, void* ctx) {
   const double wait_start = wait_total_ != nullptr ? now_seconds() : 0;
   for (int i = 1; i < n_threads_; ++i) {
     Slot& slot = slots_[static_cast<size_t>(i)];
-    if (claim(slot, g)) {
+    if (caller_takes_late_shares && claim(slot, g)) {
       // Its worker has not woken up yet (asleep, or its core is busy): do its share
       // here rather than wait for it.
       fn(ctx, i, n_threads_);

@@ -1,8 +1,8 @@
 #pragma once
 // A fork-join pool for the forward pass. On two cores every barrier counts, so workers
 // spin briefly on a generation counter before sleeping (C++20 atomic wait = futex),
-// the caller does the share of a worker that has not woken up, and dispatch passes a
-// plain function reference: no allocation per op.
+// in a work split the caller does the share of a worker that has not woken up, and
+// dispatch passes a plain function reference: no allocation per op.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -20,12 +20,11 @@ class ThreadPool {
 
   int size() const { return n_threads_; }
 
-  // Runs fn(thread_index, n_threads) on every thread, the caller being thread 0,
-  // and returns when all have finished.
+  // Runs fn(thread_index, n_threads) on every thread at once, the caller being thread
+  // 0, and returns when all have finished (what the probe's concurrent reads need).
   template <typename F>
   void run(F&& fn) {
-    using Fn = std::remove_reference_t<F>;
-    dispatch([](void* ctx, int ti, int nt) { (*static_cast<Fn*>(ctx))(ti, nt); }, &fn);
+    dispatch(trampoline<F>, &fn, false);
   }
 
   // Splits [0, n) into contiguous ranges of whole grains, one per thread:
@@ -38,7 +37,7 @@ class ThreadPool {
       fn(int64_t{0}, n, 0);
       return;
     }
-    run([&](int ti, int nt) {
+    run_shares([&](int ti, int nt) {
       int64_t g0 = grains * ti / nt, g1 = grains * (ti + 1) / nt;
       int64_t b = std::min(n, g0 * grain), e = std::min(n, g1 * grain);
       if (b < e) fn(b, e, ti);
@@ -70,7 +69,18 @@ class ThreadPool {
 
  private:
   using RawFn = void (*)(void*, int, int);
-  void dispatch(RawFn fn, void* ctx);
+  template <typename F>
+  static void trampoline(void* ctx, int ti, int nt) {
+    (*static_cast<std::remove_reference_t<F>*>(ctx))(ti, nt);
+  }
+  // fn(thread_index, n_threads) for every index; the caller runs the share of any
+  // worker that has not woken up by the time its own share is done (work splits, where
+  // who runs a share does not matter).
+  template <typename F>
+  void run_shares(F&& fn) {
+    dispatch(trampoline<F>, &fn, true);
+  }
+  void dispatch(RawFn fn, void* ctx, bool caller_takes_late_shares);
 
   // Ranges of `grain` items, or with share > 0 of max(grain, what is left / share),
   // to whichever thread asks next: fn(begin, end, thread_index).
@@ -82,7 +92,7 @@ class ThreadPool {
       return;
     }
     std::atomic<int64_t> next{0};
-    run([&](int ti, int) {
+    run_shares([&](int ti, int) {
       int64_t b = next.load(std::memory_order_relaxed);
       while (b < n) {
         const int64_t e = std::min(n, b + (share > 0 ? std::max(grain, (n - b) / share) : grain));
@@ -95,8 +105,8 @@ class ThreadPool {
   }
   void worker_loop(int index);
 
-  // Thread i's share of each region (generation g) is run by whichever of it and the
-  // calling thread claims g first: a worker that sleeps (a futex wake can take
+  // Thread i's share of each work split (generation g) is run by whichever of it and
+  // the calling thread claims g first: a worker that sleeps (a futex wake can take
   // hundreds of microseconds on a VM whose idle vCPU is halted) never holds the caller up.
   struct alignas(64) Slot {
     std::atomic<uint32_t> claimed{0};   // the last generation whose share was claimed

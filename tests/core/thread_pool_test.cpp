@@ -90,28 +90,31 @@ TEST(ThreadPool, EveryShareRunsOnceWhetherItsWorkerIsAwakeOrAsleep) {
   ThreadPool pool(3);
   std::vector<std::atomic<int>> runs(3);
   for (int round = 0; round < 40; ++round) {
-    // Every few rounds the workers have gone to sleep (a futex wait) in between.
+    // Every few rounds the workers have gone to sleep (a futex wait) in between, and the
+    // caller may run their shares itself.
     if (round % 8 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(30));
     for (auto& r : runs) r = 0;
-    pool.run([&](int ti, int) { ++runs[static_cast<size_t>(ti)]; });
-    for (int ti = 0; ti < 3; ++ti) EXPECT_EQ(runs[static_cast<size_t>(ti)], 1) << "round " << round << " share " << ti;
+    pool.parallel_for(3, 1, [&](int64_t b, int64_t e, int) {
+      for (int64_t i = b; i < e; ++i) ++runs[static_cast<size_t>(i)];
+    });
+    for (int i = 0; i < 3; ++i) EXPECT_EQ(runs[static_cast<size_t>(i)], 1) << "round " << round << " share " << i;
   }
+}
+
+TEST(ThreadPool, RunGivesEachShareItsOwnThreadEvenAfterTheWorkersSlept) {
+  ThreadPool pool(2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(30));
+  std::thread::id ids[2];
+  pool.run([&](int ti, int) { ids[ti] = std::this_thread::get_id(); });
+  EXPECT_NE(ids[0], ids[1]) << "the probe's reads need the threads at once";
 }
 
 TEST(ThreadPool, CountsTheCallersWaitsWhileAsked) {
   ThreadPool pool(2);
   double waited = 0;
   pool.count_waits(&waited);
-  // Share 0 holds the caller until the worker has taken share 1 (the caller would
-  // otherwise run a share whose worker has not woken up yet itself).
-  std::atomic<bool> worker_started{false};
-  pool.run([&](int thread, int) {
-    if (thread == 0) {
-      while (!worker_started) std::this_thread::yield();
-    } else {
-      worker_started = true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
+  pool.run([](int thread, int) {
+    if (thread == 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
   });
   EXPECT_GE(waited, 0.019) << "the caller returned at once and waited for the sleeping worker";
   pool.count_waits(nullptr);
