@@ -134,6 +134,17 @@
     if (modelId) body.model = modelId;
     const t0 = performance.now();
     let first = 0, tokens = 0, finish = "", timings = null;
+    // Text goes on the page once per frame, not per token: a small model streams tens of
+    // thousands of tokens a second, and a layout per token froze the page.
+    let pending = "", frameQueued = false;
+    const flush = () => {
+      frameQueued = false;
+      if (!pending) return;
+      text.append(pending);
+      pending = "";
+      setMeta(answer, `<b>TTFT ${format.ms(first - t0)} ms</b> · streaming…`);
+      answer.scrollIntoView({ block: "end" });
+    };
     try {
       const response = await fetch("/v1/chat/completions", {
         method: "POST", headers: headers(), body: JSON.stringify(body), signal: controller.signal,
@@ -151,11 +162,14 @@
         const piece = choice.delta && choice.delta.content;
         if (!piece) return;
         if (!first) first = performance.now();
-        text.textContent += piece;
-        setMeta(answer, `<b>TTFT ${format.ms(first - t0)} ms</b> · streaming…`);
-        answer.scrollIntoView({ block: "end" });
+        pending += piece;
+        if (!frameQueued) {
+          frameQueued = true;
+          requestAnimationFrame(flush);
+        }
       });
     } catch (e) {
+      flush();
       if (e.name === "AbortError") {
         finish = "stopped";
       } else {
@@ -164,6 +178,7 @@
         finish = "error";
       }
     }
+    flush();
     // tokens/s: the server's decode rate for this answer (none for a stopped one).
     const rate = timings && timings.predicted_per_second > 0 ? timings.predicted_per_second : null;
     answer.dataset.ttftMs = first ? String(first - t0) : "";
