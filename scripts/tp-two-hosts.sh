@@ -5,6 +5,9 @@
 # mpirun starts in the first namespace and reaches the second through an rsh agent that
 # runs `ip netns exec`. Only these namespaces' addresses (10.213.0.0/24) are used. Needs
 # root (ip netns); exits 77 when namespaces cannot be made here.
+# Each "host" also gets its own half of this machine's CPUs, as two real hosts have their
+# own cores: without that, mpirun binds each host's rank to that host's first core, and
+# both ranks shared CPU 0 here.
 set -euo pipefail
 rate=1gbit
 while [[ $# -gt 0 && "$1" != "--" ]]; do
@@ -18,6 +21,10 @@ done
 
 h1=tps-h1-$$ h2=tps-h2-$$
 a1=10.213.0.1 a2=10.213.0.2
+cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' | xargs -n1 | while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done))
+half=$(( (${#cpus[@]} + 1) / 2 ))
+cpus1=$(IFS=,; echo "${cpus[*]:0:$half}")
+cpus2=$(IFS=,; echo "${cpus[*]:$(( ${#cpus[@]} > 1 ? half : 0 ))}")
 agent=$(mktemp /tmp/tps-rsh-agent.XXXXXX)
 cleanup() {
   ip netns del "$h1" 2>/dev/null || true
@@ -45,14 +52,15 @@ cat > "$agent" <<AGENT
 #!/bin/sh
 host=\$1; shift
 case "\$host" in
-  $a1) ns=$h1 ;;
-  $a2) ns=$h2 ;;
+  $a1) ns=$h1 cpus=$cpus1 ;;
+  $a2) ns=$h2 cpus=$cpus2 ;;
   *) echo "tps rsh agent: unknown host \$host" >&2; exit 1 ;;
 esac
-exec ip netns exec "\$ns" sh -c "\$*"
+exec ip netns exec "\$ns" taskset -c "\$cpus" sh -c "\$*"
 AGENT
 chmod +x "$agent"
-ip netns exec "$h1" mpirun --allow-run-as-root -np 2 --host "$a1,$a2" \
+# --bind-to none: mpirun binds by the whole machine's cores, not the host's share.
+ip netns exec "$h1" taskset -c "$cpus1" mpirun --allow-run-as-root -np 2 --host "$a1,$a2" --bind-to none \
   --mca plm_rsh_agent "$agent" --mca btl tcp,self \
   --mca btl_tcp_if_include 10.213.0.0/24 --mca oob_tcp_if_include 10.213.0.0/24 \
   "$@"

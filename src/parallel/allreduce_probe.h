@@ -10,7 +10,8 @@
 namespace tps {
 
 // Every rank calls it together. Times sum() of 4 B to 4 MiB of floats, the median call
-// of many per size (the leader's figures are the ones returned).
+// of many per size, each call after the ranks have computed for as long as a sum keeps
+// the link busy, as in a forward pass (the leader's figures are the ones returned).
 std::vector<AllreduceSample> time_allreduce(TensorParallelGroup& group);
 
 }  // namespace tps

@@ -8,6 +8,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
 #include <future>
 #include <thread>
 
@@ -131,6 +134,57 @@ TEST(TensorParallel, LogitsMatchOneProcessAcrossTwoNamespaces) {
   if (split.rc == 77) GTEST_SKIP() << split.err;
   ASSERT_EQ(split.rc, 0) << split.out << split.err;
   EXPECT_TRUE(json::parse(split.out)["pass"].get<bool>()) << split.out;
+}
+
+// Two hosts have their own cores. mpirun binds a host's rank to that host's first core,
+// which on one machine put both ranks on CPU 0, where each waited for the other's
+// compute: an 8 KiB sum between compute phases took twice the compute.
+TEST(TensorParallel, TheTwoNamespacesRanksRunOnTheirOwnCpus) {
+  REQUIRE_MPIRUN();
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "one CPU: the two hosts have to share it";
+  const Output o = run(std::string("bash ") + TPS_SOURCE_DIR +
+                       "/scripts/tp-two-hosts.sh -- sh -c 'echo $OMPI_COMM_WORLD_RANK $(taskset -pc $$ | sed \"s/.*: //\")'");
+  if (o.rc == 77) GTEST_SKIP() << o.err;
+  ASSERT_EQ(o.rc, 0) << o.out << o.err;
+  std::map<int, std::set<int>> cpus;  // rank -> the CPUs it may run on
+  std::istringstream lines(o.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    int rank;
+    std::string list;
+    ASSERT_TRUE(fields >> rank >> list) << line;
+    std::istringstream ranges(list);
+    for (std::string range; std::getline(ranges, range, ',');) {
+      const size_t dash = range.find('-');
+      const int lo = std::stoi(range.substr(0, dash)), hi = dash == std::string::npos ? lo : std::stoi(range.substr(dash + 1));
+      for (int c = lo; c <= hi; ++c) cpus[rank].insert(c);
+    }
+  }
+  ASSERT_EQ(cpus.size(), 2u) << o.out;
+  for (int c : cpus[0]) EXPECT_FALSE(cpus[1].count(c)) << "both ranks may run on CPU " << c << ":\n" << o.out;
+}
+
+// `tps probe --allreduce` under mpirun adds the link to a profile that roofline reads.
+TEST(TensorParallel, AllreduceProbeAddsTheLinkToTheProfile) {
+  REQUIRE_MPIRUN();
+  const std::string dir = std::filesystem::temp_directory_path() / ("tps_tp_probe_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const Output base = run(std::string(TPS_BINARY) + " probe --quick -t 1 -o " + dir + "/base.json");
+  ASSERT_EQ(base.rc, 0) << base.err;
+  const Output o = run(mpirun(2) + TPS_BINARY + " probe --allreduce --transport loopback --profile " + dir +
+                       "/base.json -o " + dir + "/link.json");
+  ASSERT_EQ(o.rc, 0) << o.out << o.err;
+  std::ifstream f(dir + "/link.json");
+  const json profile = json::parse(f);
+  std::filesystem::remove_all(dir);
+  const json& a = profile.at("allreduce");
+  EXPECT_EQ(a.at("ranks").get<int>(), 2);
+  EXPECT_EQ(a.at("transport").get<std::string>(), "loopback");
+  ASSERT_EQ(a.at("samples").size(), 11u);  // 4 B to 4 MiB by fours
+  EXPECT_GT(a.at("alpha_s").get<double>(), 0);
+  EXPECT_GT(a.at("beta_bytes_per_s").get<double>(), 0);
+  // 4 MiB moves a million times the bytes of 4 B: it takes longer on any link.
+  EXPECT_GT(a.at("samples").back().at("seconds").get<double>(), a.at("samples").front().at("seconds").get<double>());
 }
 
 TEST(TensorParallel, GreedyTextMatchesOneProcessFor128Tokens) {
