@@ -119,7 +119,7 @@ BenchRow bench_row(const BenchMeasurement& m, const BenchModelInfo& model, const
 }
 
 SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const BenchMeasurement& plain,
-                                       const std::string& drafter) {
+                                       const std::string& drafter, const SpeculativeConfig& config) {
   SpeculativeFigures f;
   f.drafter = drafter;
   f.counts = spec.speculative;
@@ -133,6 +133,8 @@ SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const Bench
     f.verify_cost_ratio = (spec.verify_step_seconds / double(spec.verify_steps)) /
                           (plain.plain_step_seconds / double(plain.plain_steps));
   if (plain.tokens_per_s.mean > 0) f.speedup = spec.tokens_per_s.mean / plain.tokens_per_s.mean;
+  if (config.mode == SpecMode::kNgram && !spec.generated.empty())
+    f.ngram_ceiling = ngram_ceiling(spec.prompt, spec.generated, config);
   return f;
 }
 
@@ -202,6 +204,12 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                         {"verify_share", s.verify_share},
                         {"verify_cost_ratio", s.verify_cost_ratio},
                         {"speedup", s.speedup}};
+    if (s.ngram_ceiling)
+      j["speculative"]["ngram_ceiling"] = {{"generated", s.ngram_ceiling->generated},
+                                           {"draftable", s.ngram_ceiling->draftable},
+                                           {"ngram_min", s.ngram_ceiling->ngram_min},
+                                           {"steps", s.ngram_ceiling->steps},
+                                           {"speedup", s.ngram_ceiling->speedup()}};
   }
   if (r.collective)
     j["tensor_parallel"] = {{"ranks", r.collective->ranks},
@@ -325,6 +333,12 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
         r.test, s.drafter, s.speedup, s.counts.acceptance_rate(), s.counts.mean_accepted_length(), s.counts.drafted_tokens,
         s.counts.accepted_tokens, s.counts.verify_steps, s.mean_draft_length, 100 * s.draft_share, 100 * s.verify_share,
         s.verify_cost_ratio);
+    if (s.ngram_ceiling)
+      out += fmt::format(
+          "n-gram ceiling {:.2f}x (free drafting and verifying): {} of {} generated tokens repeat what followed the "
+          "same {} tokens earlier; no lookup can draft the other {}\n",
+          s.ngram_ceiling->speedup(), s.ngram_ceiling->draftable, s.ngram_ceiling->generated, s.ngram_ceiling->ngram_min,
+          s.ngram_ceiling->generated - s.ngram_ceiling->draftable);
   }
   for (const auto& r : report.rows)
     if (r.collective)

@@ -61,9 +61,12 @@ struct SpeculativeFigures {
   double verify_share = 0;      // of the decode time: the target's passes of steps with drafts
   double verify_cost_ratio = 0; // a verify step's forward pass over a one-token step's (of the plain run)
   double speedup = 0;           // tokens/s over the plain row's
+  // n-gram drafting: the most lookup could give on the text generated (its first
+  // sequence's, in the last run).
+  std::optional<NgramCeiling> ngram_ceiling;
 };
 SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const BenchMeasurement& plain,
-                                       const std::string& drafter);
+                                       const std::string& drafter, const SpeculativeConfig& config);
 
 // A row run split over a tensor-parallel group: the leader's time in collectives.
 struct CollectiveFigures {

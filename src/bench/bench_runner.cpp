@@ -64,8 +64,10 @@ class CaseEngine {
 
   // Submits one request per prompt and waits for all of them; `trace` (nullptr: none)
   // times the steps after every sequence has its first token (trace_decode), or all.
+  // `cached` gets each sequence's prefix-cache hit, `generated` the first one's tokens.
   std::vector<RequestTimes> run(const std::vector<std::vector<int32_t>>& prompts, int32_t max_tokens,
-                                ForwardTrace* trace, bool trace_decode, Model& model, std::vector<int32_t>* cached) {
+                                ForwardTrace* trace, bool trace_decode, Model& model, std::vector<int32_t>* cached,
+                                std::vector<int32_t>* generated = nullptr) {
     {
       std::lock_guard lock(mutex_);
       model_ = &model;
@@ -90,6 +92,12 @@ class CaseEngine {
       s->wait_finished();
       times.push_back(s->times());
       if (cached) cached->push_back(s->cached_tokens());
+      if (generated && s == streams_.front()) {
+        std::vector<GeneratedToken> tokens;
+        s->wait(tokens, 0);  // finished: the tokens are all pending
+        generated->clear();
+        for (const GeneratedToken& t : tokens) generated->push_back(t.id);
+      }
     }
     stop_trace();
     return times;
@@ -212,6 +220,7 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
     engine.run({depth}, 1, nullptr, false, model_, nullptr);
   }
   const bool prefill_only = c.kind == BenchKind::kPrefill;
+  std::vector<int32_t> first_prompt, generated;
   auto run_once = [&](int64_t gen, ForwardTrace* trace) {
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t s = 0; s < c.batch; ++s) {
@@ -220,10 +229,11 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
       p.insert(p.end(), own.begin(), own.end());
       prompts.push_back(std::move(p));
     }
+    first_prompt = prompts.front();
     std::vector<int32_t> cached;
     // Decode counts the steps after each sequence's first token: one more to generate.
     const auto times = engine.run(prompts, static_cast<int32_t>(prefill_only ? 1 : gen + 1), trace, !prefill_only,
-                                  model_, &cached);
+                                  model_, &cached, &generated);
     for (int32_t n : cached)
       if (n < c.depth / KvCache::kDefaultBlockTokens * KvCache::kDefaultBlockTokens)
         fail("bench: the context of {} tokens was not found in the prefix cache", c.depth);
@@ -271,6 +281,8 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   m.collective_seconds = collective;
   m.timed_seconds = timed;
   m.timed_tokens = counted;
+  m.prompt = std::move(first_prompt);
+  m.generated = std::move(generated);
   m.speculative = engine.speculative();
   m.speculative.verify_steps -= before.verify_steps;
   m.speculative.drafted_tokens -= before.drafted_tokens;

@@ -39,6 +39,8 @@ struct BenchMeasurement {
   double plain_step_seconds = 0, verify_step_seconds = 0;  // their forward passes' total
   int64_t verify_rows = 0;                              // rows of the steps with drafts
   SpeculativeCounts speculative;
+  // The first sequence's prompt and generated tokens in the last run.
+  std::vector<int32_t> prompt, generated;
   // Split over a tensor-parallel group: the ranks, and the timed repetitions' seconds in
   // collectives (sums, gathers, the step broadcasts), wall seconds and counted tokens.
   int ranks = 1;

@@ -145,7 +145,7 @@ int run_bench(const BenchArgs& a) {
       // The same case with speculation, right after the plain one.
       BenchMeasurement s = runner.run(c, a.repetitions, c.threads, case_status, false, {spec, draft.get()});
       BenchRow row = bench_row(s, report.model, roofs, path);
-      row.speculative = speculative_figures(s, m, drafter);
+      row.speculative = speculative_figures(s, m, drafter, spec);
       report.rows.push_back(std::move(row));
     }
   }

@@ -1,6 +1,7 @@
 #include "engine/speculative.h"
 
 #include <algorithm>
+#include <set>
 
 #include "core/error.h"
 
@@ -64,6 +65,25 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> context, int32_t ngram
     extended.insert(extended.end(), more.begin(), more.end());
   }
   return drafts;
+}
+
+NgramCeiling ngram_ceiling(std::span<const int32_t> prompt, std::span<const int32_t> generated,
+                           const SpeculativeConfig& c) {
+  std::vector<int32_t> text(prompt.begin(), prompt.end());
+  text.insert(text.end(), generated.begin(), generated.end());
+  const auto n = static_cast<size_t>(c.ngram_min);
+  std::set<std::vector<int32_t>> seen;  // every ngram_min-gram with the token after it so far
+  NgramCeiling out;
+  out.ngram_min = c.ngram_min;
+  out.generated = static_cast<int64_t>(generated.size());
+  for (size_t i = n; i < text.size(); ++i) {
+    std::vector<int32_t> gram(text.begin() + static_cast<std::ptrdiff_t>(i - n), text.begin() + static_cast<std::ptrdiff_t>(i + 1));
+    const bool before = !seen.insert(std::move(gram)).second;
+    if (before && i >= prompt.size()) ++out.draftable;
+  }
+  const int64_t per_step = int64_t{c.draft_max} + 1;
+  out.steps = std::max(out.generated - out.draftable, (out.generated + per_step - 1) / per_step);
+  return out;
 }
 
 }  // namespace tps

@@ -46,4 +46,19 @@ struct SpeculativeCounts {
 std::vector<int32_t> ngram_draft(std::span<const int32_t> context, int32_t ngram_min, int32_t ngram_max,
                                  int32_t max_tokens);
 
+// The most n-gram lookup could give on a generated text. A lookup drafts a token only
+// where the n tokens before it (n >= ngram_min) were followed by it earlier in the prompt
+// or the text, so every other token needs a step of its own. With every such token
+// drafted and accepted, at most draft_max a step, and drafting and verifying free, the
+// speedup is generated / steps.
+struct NgramCeiling {
+  int32_t ngram_min = 0;   // the shortest n-gram looked up
+  int64_t generated = 0;   // tokens generated
+  int64_t draftable = 0;   // of them, those that follow a seen ngram_min-gram with the same token
+  int64_t steps = 0;       // the fewest steps that generate them
+  double speedup() const { return steps > 0 ? double(generated) / double(steps) : 0; }
+};
+NgramCeiling ngram_ceiling(std::span<const int32_t> prompt, std::span<const int32_t> generated,
+                           const SpeculativeConfig& c);
+
 }  // namespace tps

@@ -247,6 +247,28 @@ TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
   }
 }
 
+// An n-gram row says how far lookup could go on the text it generated, and no run
+// accepts more drafts than there are tokens a lookup could draft.
+TEST_F(BenchCommand, NgramRowsGiveTheTextsCeiling) {
+  std::string out;
+  const std::string args = "-p 0 -n 64 -r 1 -t 1 --spec ngram --ngram-min 1 --draft-min 2 --draft-max 2 --prompt "
+                           "'Once upon a time, there was a little girl named Lily'";
+  ASSERT_EQ(bench(args + " -o json", &out), 0);
+  const auto rows = nlohmann::json::parse(out)["results"];
+  ASSERT_EQ(rows.size(), 2u);
+  const auto& spec = rows[1]["speculative"];
+  ASSERT_TRUE(spec.contains("ngram_ceiling")) << spec.dump();
+  const auto& ceiling = spec["ngram_ceiling"];
+  EXPECT_EQ(ceiling["ngram_min"], 1);
+  const int64_t generated = ceiling["generated"], draftable = ceiling["draftable"], steps = ceiling["steps"];
+  EXPECT_EQ(generated, 65);  // the first token, then 64 decode steps' worth
+  EXPECT_LE(spec["accepted_tokens"].get<int64_t>(), draftable) << spec.dump();
+  EXPECT_EQ(steps, std::max(generated - draftable, (generated + 2) / 3));
+  EXPECT_DOUBLE_EQ(ceiling["speedup"].get<double>(), double(generated) / double(steps));
+  ASSERT_EQ(bench(args, &out), 0);
+  EXPECT_NE(out.find("n-gram ceiling"), std::string::npos) << out;
+}
+
 TEST_F(BenchCommand, EveryOutputFormatParses) {
   std::string out;
   ASSERT_EQ(bench(kSmall + " -B 2 --batch-gen 2 -o jsonl", &out), 0);

@@ -28,6 +28,30 @@ TEST(NgramDraft, ContinuesTheMostRecentMatchOfTheLongestNgram) {
   EXPECT_EQ(ngram_draft(std::vector<int32_t>{4, 5, 4}, 1, 1, 2), (std::vector<int32_t>{5, 4}));
 }
 
+TEST(NgramCeiling, CountsTheTokensThatFollowASeenNgram) {
+  SpeculativeConfig c;
+  c.draft_max = 8;
+  const std::vector<int32_t> prompt = {1, 2, 3}, generated = {1, 2, 3, 4, 1, 2, 5};
+  // "1 2" -> 3 came before (in the prompt); no other 2-gram of the text repeats with its next token.
+  c.ngram_min = 2;
+  NgramCeiling two = ngram_ceiling(prompt, generated, c);
+  EXPECT_EQ(two.generated, 7);
+  EXPECT_EQ(two.draftable, 1);
+  EXPECT_EQ(two.steps, 6);
+  // 1-grams: "3" -> 1? no; "1" -> 2 twice and "2" -> 3 once follow earlier occurrences.
+  c.ngram_min = 1;
+  NgramCeiling one = ngram_ceiling(prompt, generated, c);
+  EXPECT_EQ(one.draftable, 3);
+  EXPECT_EQ(one.steps, 4);
+  EXPECT_DOUBLE_EQ(one.speedup(), 7.0 / 4);
+  // Every token draftable: the steps are bounded by draft_max + 1 tokens each.
+  c.draft_max = 1;
+  NgramCeiling all = ngram_ceiling(std::vector<int32_t>{1, 2, 1, 2}, std::vector<int32_t>{1, 2, 1, 2}, c);
+  EXPECT_EQ(all.draftable, 4);
+  EXPECT_EQ(all.steps, 2);
+  EXPECT_EQ(ngram_ceiling(prompt, {}, c).speedup(), 0);
+}
+
 TEST(SpeculativeCounts, DefineTheRatesOnce) {
   SpeculativeCounts c;
   c.add_step(4, 4);
