@@ -222,25 +222,32 @@ double Engine::fill_model_drafts(StepPlan& plan) {
   }
   if (slots.empty()) return 0;
   // Round 0 catches each draft cache up to the last accepted token (the whole prompt the
-  // first time), in passes of at most the step budget; rounds 1.. feed one draft each.
+  // first time) and proposes; rounds 1.. feed one draft each. The catch-up of a step
+  // takes at most the step budget of rows in all: a sequence further behind feeds what
+  // is left of it and proposes nothing this step, so a long prompt's draft prefill is
+  // spread over steps instead of stalling every sequence in the batch at once.
+  int32_t catch_up_budget = config_.max_batch_tokens;
   for (int32_t round = 0;; ++round) {
     draft_batch_.clear();
     std::vector<Slot*> fed;
     for (Slot& s : slots) {
       if (!s.open) continue;
-      const int32_t end = s.first + s.filled;  // feed tokens [draft_computed, end)
-      const int32_t begin = std::max(s.a->draft_computed, end - config_.max_batch_tokens);
-      if (begin > s.a->draft_computed) {
-        // A long catch-up goes in several passes before the proposing one.
-        for (int32_t from = s.a->draft_computed; from < begin; from += config_.max_batch_tokens) {
-          ForwardBatch catch_up;
-          catch_up.sequences.push_back({s.a->blocks.data(), static_cast<int64_t>(s.a->blocks.size())});
-          const int32_t to = std::min(begin, from + config_.max_batch_tokens);
-          for (int32_t p = from; p < to; ++p) catch_up.add(s.a->tokens[p], p, 0, false);
-          draft_logits_.resize(static_cast<size_t>(vocab));
-          draft.forward(catch_up, draft_logits_.data());
+      const int32_t begin = s.a->draft_computed, end = s.first + s.filled;  // feed tokens [begin, end)
+      if (round == 0) {
+        if (end - begin > catch_up_budget) {
+          if (catch_up_budget > 0) {
+            ForwardBatch catch_up;
+            catch_up.sequences.push_back({s.a->blocks.data(), static_cast<int64_t>(s.a->blocks.size())});
+            for (int32_t p = begin; p < begin + catch_up_budget; ++p) catch_up.add(s.a->tokens[p], p, 0, false);
+            draft_logits_.resize(static_cast<size_t>(vocab));
+            draft.forward(catch_up, draft_logits_.data());
+            s.a->draft_computed += catch_up_budget;
+            catch_up_budget = 0;
+          }
+          s.open = false;
+          continue;
         }
-        s.a->draft_computed = begin;
+        catch_up_budget -= end - begin;
       }
       const auto seq_index = static_cast<int32_t>(draft_batch_.sequences.size());
       draft_batch_.sequences.push_back({s.a->blocks.data(), static_cast<int64_t>(s.a->blocks.size())});

@@ -187,6 +187,58 @@ TEST(Speculative, RejectedDraftsLeaveNoBlockBehind) {
   EXPECT_EQ(tokens_of(*plain.engine->submit(greedy(prompt, 60))), first);
 }
 
+// A draft model starts behind by the whole prompt. Its catch-up takes at most the step
+// budget of rows a step, so a long prompt's draft prefill does not stall every sequence
+// of a batch in one step; drafting starts once it has caught up, and stays lossless.
+TEST(Speculative, ADraftsCatchUpIsSpreadOverSteps) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  auto model = Model::load(path);
+  // The draft, counting the rows it is fed in each step.
+  class RowCounter : public BatchModel {
+   public:
+    explicit RowCounter(BatchModel& inner) : inner_(inner) {}
+    int32_t vocab_size() const override { return inner_.vocab_size(); }
+    KvGeometry kv_geometry() const override { return inner_.kv_geometry(); }
+    void forward(const ForwardBatch& b, float* logits) override {
+      step_rows += static_cast<int64_t>(b.size());
+      inner_.forward(b, logits);
+    }
+    void copy_block(int32_t from, int32_t to) override { inner_.copy_block(from, to); }
+    int64_t step_rows = 0;
+
+   private:
+    BatchModel& inner_;
+  };
+  ModelRunner runner(*model, plan_kv_geometry(model->config(), {0, 0, 16, 1}, nullptr), 1);
+  ModelRunner draft(*model, runner.kv_geometry(), runner.pool());
+  RowCounter counter(draft);
+  EngineConfig config;
+  config.max_seqs = 1;
+  config.max_batch_tokens = 16;
+  config.speculative.mode = SpecMode::kDraftModel;
+  config.speculative.draft_max = 4;
+  config.speculative.draft_p_min = 0;
+  config.draft = &counter;
+  int64_t most = 0;  // the most draft rows in one step
+  Engine engine(runner, config);
+  engine.set_step_observer([&](const StepInfo&) {
+    most = std::max(most, counter.step_rows);
+    counter.step_rows = 0;
+  });
+  std::vector<int32_t> prompt = model->tokenizer().encode(
+      "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her "
+      "friends. One day, she saw a big red ball under a tree, and she ran to get it. Her mom said it was time "
+      "to go home, but Lily wanted to play a little longer.",
+      true, true);
+  ASSERT_GT(prompt.size(), 3 * 16u);
+  const auto got = tokens_of(*engine.submit(greedy(prompt, 48)));
+  // Catch-up rows within the budget, plus one row a round for the other drafts.
+  EXPECT_LE(most, 16 + config.speculative.draft_max);
+  EXPECT_GT(engine.stats().speculative.accepted_tokens, 0) << "the target as its own draft: drafts once caught up";
+  EngineSetup plain(*model, nullptr, SpecMode::kOff, 1);
+  EXPECT_EQ(got, tokens_of(*plain.engine->submit(greedy(prompt, 48))));
+}
+
 TEST(Speculative, ADraftWithAnotherVocabularyIsRefused) {
   TPS_REQUIRE_FIXTURE(target_path, "models/stories260K.gguf");
   auto target = Model::load(target_path);
