@@ -21,21 +21,24 @@ done
 
 h1=tps-h1-$$ h2=tps-h2-$$
 a1=10.213.0.1 a2=10.213.0.2
-cpus=($(taskset -pc $$ | sed 's/.*: //' | tr ',' ' ' | xargs -n1 | while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done))
-half=$(( (${#cpus[@]} + 1) / 2 ))
-cpus1=$(IFS=,; echo "${cpus[*]:0:$half}")
-cpus2=$(IFS=,; echo "${cpus[*]:$(( ${#cpus[@]} > 1 ? half : 0 ))}")
-agent=$(mktemp /tmp/tps-rsh-agent.XXXXXX)
+agent=""
 cleanup() {
   ip netns del "$h1" 2>/dev/null || true
   ip netns del "$h2" 2>/dev/null || true
-  rm -f "$agent"
+  [[ -z "$agent" ]] || rm -f "$agent"
 }
 trap cleanup EXIT
 if ! ip netns add "$h1" 2>/dev/null; then
   echo "tp-two-hosts: ip netns add was refused here (needs root and network namespaces)" >&2
   exit 77
 fi
+# The CPUs this process may run on ("0-3,6"), one per line, split in two halves.
+mapfile -t cpus < <(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' /proc/self/status | tr ',' '\n' |
+  while IFS=- read -r lo hi; do seq "$lo" "${hi:-$lo}"; done)
+half=$(( (${#cpus[@]} + 1) / 2 ))
+cpus1=$(IFS=,; echo "${cpus[*]:0:$half}")
+cpus2=$(IFS=,; echo "${cpus[*]:$(( ${#cpus[@]} > 1 ? half : 0 ))}")
+agent=$(mktemp /tmp/tps-rsh-agent.XXXXXX)
 ip netns add "$h2"
 ip link add veth-h1 netns "$h1" type veth peer name veth-h2 netns "$h2"
 for ns in "$h1" "$h2"; do ip -n "$ns" link set lo up; done

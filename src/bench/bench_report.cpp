@@ -133,8 +133,13 @@ SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const Bench
     f.verify_cost_ratio = (spec.verify_step_seconds / double(spec.verify_steps)) /
                           (plain.plain_step_seconds / double(plain.plain_steps));
   if (plain.tokens_per_s.mean > 0) f.speedup = spec.tokens_per_s.mean / plain.tokens_per_s.mean;
-  if (config.mode == SpecMode::kNgram && !spec.generated.empty())
-    f.ngram_ceiling = ngram_ceiling(spec.prompt, spec.generated, config);
+  if (config.mode == SpecMode::kNgram && !spec.generated.empty()) {
+    // The first token comes from the prompt's pass, before any step drafts: it is context,
+    // and the rest are the decode steps' tokens that tg times.
+    std::vector<int32_t> context = spec.prompt;
+    context.push_back(spec.generated.front());
+    f.ngram_ceiling = ngram_ceiling(context, std::span(spec.generated).subspan(1), config);
+  }
   return f;
 }
 

@@ -73,16 +73,23 @@ NgramCeiling ngram_ceiling(std::span<const int32_t> prompt, std::span<const int3
   text.insert(text.end(), generated.begin(), generated.end());
   const auto n = static_cast<size_t>(c.ngram_min);
   std::set<std::vector<int32_t>> seen;  // every ngram_min-gram with the token after it so far
-  NgramCeiling out;
-  out.ngram_min = c.ngram_min;
-  out.generated = static_cast<int64_t>(generated.size());
+  std::vector<bool> draftable;            // per generated token
   for (size_t i = n; i < text.size(); ++i) {
     std::vector<int32_t> gram(text.begin() + static_cast<std::ptrdiff_t>(i - n), text.begin() + static_cast<std::ptrdiff_t>(i + 1));
     const bool before = !seen.insert(std::move(gram)).second;
-    if (before && i >= prompt.size()) ++out.draftable;
+    if (i >= prompt.size()) draftable.push_back(before);
   }
-  const int64_t per_step = int64_t{c.draft_max} + 1;
-  out.steps = std::max(out.generated - out.draftable, (out.generated + per_step - 1) / per_step);
+  draftable.insert(draftable.begin(), generated.size() - draftable.size(), false);  // texts shorter than n
+  NgramCeiling out;
+  out.ngram_min = c.ngram_min;
+  out.generated = static_cast<int64_t>(generated.size());
+  // Each step verifies up to draft_max draftable tokens in a row and adds one token of
+  // its own; taking as many as it may is the fewest steps.
+  for (size_t i = 0; i < draftable.size(); ++out.steps) {
+    for (int32_t k = 0; k < c.draft_max && i < draftable.size() && draftable[i]; ++k) ++i;
+    ++i;
+  }
+  out.draftable = std::count(draftable.begin(), draftable.end(), true);
   return out;
 }
 

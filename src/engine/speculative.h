@@ -49,8 +49,8 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> context, int32_t ngram
 // The most n-gram lookup could give on a generated text. A lookup drafts a token only
 // where the n tokens before it (n >= ngram_min) were followed by it earlier in the prompt
 // or the text, so every other token needs a step of its own. With every such token
-// drafted and accepted, at most draft_max a step, and drafting and verifying free, the
-// speedup is generated / steps.
+// drafted and accepted, at most draft_max in a row a step, and drafting and verifying
+// free, the speedup is generated / steps.
 struct NgramCeiling {
   int32_t ngram_min = 0;   // the shortest n-gram looked up
   int64_t generated = 0;   // tokens generated

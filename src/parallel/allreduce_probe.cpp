@@ -42,7 +42,8 @@ std::vector<AllreduceSample> time_allreduce(TensorParallelGroup& group) {
       group.sum(data.data(), data.size());
       times.push_back(now_seconds() - start);
     }
-    // Every rank waits the same gap, the ranks' mean, so they enter each sum together.
+    // Every rank waits the same gap, the ranks' mean, so neither arrives with the other still
+    // finishing the last sum (they enter within about one sum's skew, not together).
     float gap = static_cast<float>(median(times));
     group.sum(&gap, 1);
     gap = std::max(gap / static_cast<float>(group.ranks()), static_cast<float>(kMinGap));

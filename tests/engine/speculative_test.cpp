@@ -50,6 +50,11 @@ TEST(NgramCeiling, CountsTheTokensThatFollowASeenNgram) {
   EXPECT_EQ(all.draftable, 4);
   EXPECT_EQ(all.steps, 2);
   EXPECT_EQ(ngram_ceiling(prompt, {}, c).speedup(), 0);
+  // A run of draftable tokens longer than draft_max needs a step per draft_max + 1 of them.
+  NgramCeiling runs = ngram_ceiling(std::vector<int32_t>{5, 1, 2},
+                                    std::vector<int32_t>{9, 5, 1, 2, 8, 5, 1, 2, 7, 5, 1, 2}, c);
+  EXPECT_EQ(runs.draftable, 6);  // "1 2" after each "5" but the first
+  EXPECT_EQ(runs.steps, 9);
 }
 
 TEST(SpeculativeCounts, DefineTheRatesOnce) {
