@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "loadgen/request_metrics.h"
+
 namespace tps {
 
 namespace {
@@ -37,6 +39,18 @@ std::string human_count(double n) {
   if (n >= 1e9) return fmt::format("{:.2f} B", n / 1e9);
   if (n >= 1e6) return fmt::format("{:.1f} M", n / 1e6);
   return fmt::format("{:.1f} K", n / 1e3);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return loadgen::percentile_sorted(v, 50);
+}
+
+// " (rounds 0.91-1.04)" for more than one round.
+std::string rounds_range(const std::vector<double>& ratios) {
+  if (ratios.size() < 2) return "";
+  const auto [lo, hi] = std::minmax_element(ratios.begin(), ratios.end());
+  return fmt::format(" (rounds {:.2f}-{:.2f})", *lo, *hi);
 }
 
 std::string csv_field(const std::string& s) {
@@ -132,7 +146,10 @@ SpeculativeFigures speculative_figures(const BenchMeasurement& spec, const Bench
   if (spec.verify_steps > 0 && plain.plain_steps > 0 && plain.plain_step_seconds > 0)
     f.verify_cost_ratio = (spec.verify_step_seconds / double(spec.verify_steps)) /
                           (plain.plain_step_seconds / double(plain.plain_steps));
-  if (plain.tokens_per_s.mean > 0) f.speedup = spec.tokens_per_s.mean / plain.tokens_per_s.mean;
+  const std::vector<double>&with = spec.tokens_per_s.samples, &without = plain.tokens_per_s.samples;
+  for (size_t r = 0; r < std::min(with.size(), without.size()); ++r)
+    if (without[r] > 0) f.speedup_rounds.push_back(with[r] / without[r]);
+  if (!f.speedup_rounds.empty()) f.speedup = median(f.speedup_rounds);
   if (config.mode == SpecMode::kNgram && !spec.generated.empty()) {
     // The first token comes from the prompt's pass, before any step drafts: it is context,
     // and the rest are the decode steps' tokens that tg times.
@@ -208,7 +225,8 @@ nlohmann::json bench_row_json(const BenchRow& r, const BenchReport& report) {
                         {"draft_share", s.draft_share},
                         {"verify_share", s.verify_share},
                         {"verify_cost_ratio", s.verify_cost_ratio},
-                        {"speedup", s.speedup}};
+                        {"speedup", s.speedup},
+                        {"speedup_rounds", s.speedup_rounds}};
     if (s.ngram_ceiling)
       j["speculative"]["ngram_ceiling"] = {{"generated", s.ngram_ceiling->generated},
                                            {"draftable", s.ngram_ceiling->draftable},
@@ -333,9 +351,9 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
     if (!r.speculative) continue;
     const SpeculativeFigures& s = *r.speculative;
     out += fmt::format(
-        "\n{} {}: speedup {:.2f}x; acceptance rate {:.3f}, mean accepted length {:.2f} ({} drafted, {} accepted, {} "
+        "\n{} {}: speedup {:.2f}x{}; acceptance rate {:.3f}, mean accepted length {:.2f} ({} drafted, {} accepted, {} "
         "verify steps, mean draft {:.2f}); time: drafting {:.1f}%, verify steps {:.1f}%; verify cost ratio {:.2f}\n",
-        r.test, s.drafter, s.speedup, s.counts.acceptance_rate(), s.counts.mean_accepted_length(), s.counts.drafted_tokens,
+        r.test, s.drafter, s.speedup, rounds_range(s.speedup_rounds), s.counts.acceptance_rate(), s.counts.mean_accepted_length(), s.counts.drafted_tokens,
         s.counts.accepted_tokens, s.counts.verify_steps, s.mean_draft_length, 100 * s.draft_share, 100 * s.verify_share,
         s.verify_cost_ratio);
     if (s.ngram_ceiling)

@@ -60,7 +60,10 @@ struct SpeculativeFigures {
   double draft_share = 0;       // of the decode time: drafting
   double verify_share = 0;      // of the decode time: the target's passes of steps with drafts
   double verify_cost_ratio = 0; // a verify step's forward pass over a one-token step's (of the plain run)
-  double speedup = 0;           // tokens/s over the plain row's
+  // Each round's tokens/s over the plain run's of the same round (bench runs them in
+  // turns), and their median.
+  std::vector<double> speedup_rounds;
+  double speedup = 0;
   // n-gram drafting: the most lookup could give on the text generated (its first
   // sequence's, in the last run).
   std::optional<NgramCeiling> ngram_ceiling;

@@ -61,6 +61,8 @@ class CaseEngine {
   }
 
   ThreadPool& pool() { return runner_.pool(); }
+  // Whether the next requests draft, where the engine has a drafter.
+  void use_speculation(bool on) { speculative_ = on; }
 
   // Submits one request per prompt and waits for all of them; `trace` (nullptr: none)
   // times the steps after every sequence has its first token (trace_decode), or all.
@@ -81,6 +83,7 @@ class CaseEngine {
         r.sampling.temperature = 0;
         r.max_tokens = max_tokens;
         r.ignore_eos = true;
+        r.speculative = speculative_;
         streams_.push_back(engine_.submit(std::move(r)));
         if (!streams_.back()) fail("bench: the engine refused a request");
       }
@@ -166,7 +169,7 @@ class CaseEngine {
   std::mutex mutex_;  // guards the trace state
   Model* model_ = nullptr;
   ForwardTrace* trace_ = nullptr;
-  bool trace_decode_ = false, tracing_ = false;
+  bool trace_decode_ = false, tracing_ = false, speculative_ = true;
   std::vector<std::shared_ptr<RequestStream>> streams_;
   BenchMeasurement steps_;
   ModelRunner runner_;
@@ -197,11 +200,55 @@ Timing timing_of(const std::vector<RequestTimes>& times) {
   return out;
 }
 
+// What one variant's timed repetitions gathered.
+struct Gathered {
+  std::vector<double> main, prefill, stream;
+  double collective = 0, timed = 0;
+  int64_t counted = 0;
+  BenchMeasurement steps;  // the decode steps' times, summed
+  SpeculativeCounts speculative;
+  std::vector<int32_t> prompt, generated;
+};
+
+void add_step_times(BenchMeasurement& sum, const BenchMeasurement& m) {
+  sum.decode_seconds += m.decode_seconds;
+  sum.forward_seconds += m.forward_seconds;
+  sum.draft_seconds += m.draft_seconds;
+  sum.plain_steps += m.plain_steps;
+  sum.verify_steps += m.verify_steps;
+  sum.plain_step_seconds += m.plain_step_seconds;
+  sum.verify_step_seconds += m.verify_step_seconds;
+  sum.verify_rows += m.verify_rows;
+}
+
+void add_counts(SpeculativeCounts& sum, const SpeculativeCounts& after, const SpeculativeCounts& before) {
+  sum.verify_steps += after.verify_steps - before.verify_steps;
+  sum.drafted_tokens += after.drafted_tokens - before.drafted_tokens;
+  sum.accepted_tokens += after.accepted_tokens - before.accepted_tokens;
+  if (sum.accepted_at.size() < after.accepted_at.size()) sum.accepted_at.resize(after.accepted_at.size());
+  for (size_t i = 0; i < after.accepted_at.size(); ++i)
+    sum.accepted_at[i] += after.accepted_at[i] - (i < before.accepted_at.size() ? before.accepted_at[i] : 0);
+}
+
 }  // namespace
 
 BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threads,
-                                  const std::function<void(const std::string&)>& progress, bool breakdown,
-                                  const BenchSpeculation& speculation) {
+                                  const std::function<void(const std::string&)>& progress, bool breakdown) {
+  return std::move(run_variants(c, repetitions, threads, progress, breakdown, {}, {false}).front());
+}
+
+SpeculativePair BenchRunner::run_speculative(const BenchCase& c, int repetitions, int threads,
+                                             const std::function<void(const std::string&)>& progress,
+                                             bool breakdown, const BenchSpeculation& speculation) {
+  std::vector<BenchMeasurement> m = run_variants(c, repetitions, threads, progress, breakdown, speculation, {false, true});
+  return {std::move(m[0]), std::move(m[1])};
+}
+
+std::vector<BenchMeasurement> BenchRunner::run_variants(const BenchCase& c, int repetitions, int threads,
+                                                        const std::function<void(const std::string&)>& progress,
+                                                        bool breakdown, const BenchSpeculation& speculation,
+                                                        std::initializer_list<bool> drafts) {
+  const std::vector<bool> variants(drafts);
   const bool text = c.kind == BenchKind::kDecode && !text_prompt_.empty();
   const int64_t own_prompt = c.kind == BenchKind::kDecode ? (text ? static_cast<int64_t>(text_prompt_.size()) : 1)
                                                           : c.prompt;
@@ -220,8 +267,8 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
     engine.run({depth}, 1, nullptr, false, model_, nullptr);
   }
   const bool prefill_only = c.kind == BenchKind::kPrefill;
-  std::vector<int32_t> first_prompt, generated;
-  auto run_once = [&](int64_t gen, ForwardTrace* trace) {
+  std::vector<Gathered> gathered(variants.size());
+  auto run_once = [&](int64_t gen, ForwardTrace* trace, Gathered* into) {
     std::vector<std::vector<int32_t>> prompts;
     for (int64_t s = 0; s < c.batch; ++s) {
       std::vector<int32_t> p = depth;
@@ -229,20 +276,22 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
       p.insert(p.end(), own.begin(), own.end());
       prompts.push_back(std::move(p));
     }
-    first_prompt = prompts.front();
-    std::vector<int32_t> cached;
+    std::vector<int32_t> cached, generated;
     // Decode counts the steps after each sequence's first token: one more to generate.
     const auto times = engine.run(prompts, static_cast<int32_t>(prefill_only ? 1 : gen + 1), trace, !prefill_only,
                                   model_, &cached, &generated);
     for (int32_t n : cached)
       if (n < c.depth / KvCache::kDefaultBlockTokens * KvCache::kDefaultBlockTokens)
         fail("bench: the context of {} tokens was not found in the prefix cache", c.depth);
+    if (into) into->prompt = std::move(prompts.front()), into->generated = std::move(generated);
     return timing_of(times);
   };
   progress("warm-up");
   // The warm-up touches every weight page and scratch buffer; a few decode steps do that.
-  run_once(std::min<int64_t>(c.gen, 4), nullptr);
-  std::vector<double> main, prefill, stream;
+  for (bool draft : variants) {
+    engine.use_speculation(draft);
+    run_once(std::min<int64_t>(c.gen, 4), nullptr, nullptr);
+  }
   const std::span<const uint8_t> weights = model_.streamed_weights();
   const TensorParallelGroup* group = model_.tensor_parallel();
   // Split over ranks, the leader alone would read only its slice: no baseline.
@@ -250,45 +299,54 @@ BenchMeasurement BenchRunner::run(const BenchCase& c, int repetitions, int threa
   std::optional<ForwardTrace> trace;
   if (breakdown) trace.emplace();
   engine.take_step_times();
-  const SpeculativeCounts before = engine.speculative();
-  double collective = 0, timed = 0;
-  int64_t counted = 0;
   for (int r = 0; r < repetitions; ++r) {
-    if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
-    progress(fmt::format("rep {}/{}", r + 1, repetitions));
-    const double start = now_seconds(), collective_at_start = group ? group->collective_seconds() : 0;
-    const Timing t = run_once(c.gen, trace ? &*trace : nullptr);
-    timed += now_seconds() - start;
-    if (group) collective += group->collective_seconds() - collective_at_start;
-    counted += prefill_only ? c.tokens() : t.decode_tokens;
-    switch (c.kind) {
-      case BenchKind::kPrefill: main.push_back(c.tokens() / t.prefill_seconds); break;
-      case BenchKind::kDecode: main.push_back(t.decode_tokens / t.decode_seconds); break;
-      case BenchKind::kBatched:
-        main.push_back(t.decode_tokens / t.decode_seconds);
-        prefill.push_back(double(c.prompt * c.batch) / t.prefill_seconds);
-        break;
+    // Variants take turns, first one first and then the other, so a machine that drifts
+    // (a neighbour's load, the clock) weighs on each alike.
+    for (size_t k = 0; k < variants.size(); ++k) {
+      const size_t v = r % 2 == 0 ? k : variants.size() - 1 - k;
+      Gathered& g = gathered[v];
+      engine.use_speculation(variants[v]);
+      if (baseline) g.stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
+      progress(variants.size() > 1 ? fmt::format("rep {}/{} {}", r + 1, repetitions, variants[v] ? "drafting" : "plain")
+                                   : fmt::format("rep {}/{}", r + 1, repetitions));
+      const SpeculativeCounts before = engine.speculative();
+      const double start = now_seconds(), collective_at_start = group ? group->collective_seconds() : 0;
+      const Timing t = run_once(c.gen, trace && v == 0 ? &*trace : nullptr, &g);
+      g.timed += now_seconds() - start;
+      if (group) g.collective += group->collective_seconds() - collective_at_start;
+      add_step_times(g.steps, engine.take_step_times());
+      add_counts(g.speculative, engine.speculative(), before);
+      g.counted += prefill_only ? c.tokens() : t.decode_tokens;
+      switch (c.kind) {
+        case BenchKind::kPrefill: g.main.push_back(c.tokens() / t.prefill_seconds); break;
+        case BenchKind::kDecode: g.main.push_back(t.decode_tokens / t.decode_seconds); break;
+        case BenchKind::kBatched:
+          g.main.push_back(t.decode_tokens / t.decode_seconds);
+          g.prefill.push_back(double(c.prompt * c.batch) / t.prefill_seconds);
+          break;
+      }
     }
   }
-  if (baseline) stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
-  BenchMeasurement m = engine.take_step_times();
-  m.bench_case = c;
-  m.tokens_per_s = spread_of(std::move(main));
-  m.prefill_tokens_per_s = spread_of(std::move(prefill));
-  m.stream_gbps = spread_of(std::move(stream));
-  m.breakdown = trace;
-  m.ranks = group ? group->ranks() : 1;
-  m.collective_seconds = collective;
-  m.timed_seconds = timed;
-  m.timed_tokens = counted;
-  m.prompt = std::move(first_prompt);
-  m.generated = std::move(generated);
-  m.speculative = engine.speculative();
-  m.speculative.verify_steps -= before.verify_steps;
-  m.speculative.drafted_tokens -= before.drafted_tokens;
-  m.speculative.accepted_tokens -= before.accepted_tokens;
-  for (size_t i = 0; i < before.accepted_at.size(); ++i) m.speculative.accepted_at[i] -= before.accepted_at[i];
-  return m;
+  std::vector<BenchMeasurement> out;
+  for (size_t v = 0; v < variants.size(); ++v) {
+    Gathered& g = gathered[v];
+    if (baseline) g.stream.push_back(stream_read_gbps(weights.data(), weights.size(), engine.pool()));
+    BenchMeasurement m = std::move(g.steps);
+    m.bench_case = c;
+    m.tokens_per_s = spread_of(std::move(g.main));
+    m.prefill_tokens_per_s = spread_of(std::move(g.prefill));
+    m.stream_gbps = spread_of(std::move(g.stream));
+    if (v == 0) m.breakdown = trace;
+    m.ranks = group ? group->ranks() : 1;
+    m.collective_seconds = g.collective;
+    m.timed_seconds = g.timed;
+    m.timed_tokens = g.counted;
+    m.prompt = std::move(g.prompt);
+    m.generated = std::move(g.generated);
+    m.speculative = std::move(g.speculative);
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace tps

@@ -4,6 +4,7 @@
 // measures prefill and decode; the scheduler, paged blocks and prefix cache are those
 // of `tps serve`.
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <random>
 #include <string>
@@ -54,6 +55,12 @@ struct BenchSpeculation {
   Model* draft = nullptr;
 };
 
+// A case timed without and with drafts, repetition by repetition: the samples of
+// `plain` and `drafting` at one index come from the same round.
+struct SpeculativePair {
+  BenchMeasurement plain, drafting;
+};
+
 class BenchRunner {
  public:
   BenchRunner(Model& model, uint64_t seed);
@@ -62,12 +69,23 @@ class BenchRunner {
   // gets a short status ("rep 2/5") before each run. `breakdown`: also time the
   // measured phase (the prefill of pp tests, the decode of the others) op by op.
   BenchMeasurement run(const BenchCase& c, int repetitions, int threads,
-                       const std::function<void(const std::string&)>& progress, bool breakdown = false,
-                       const BenchSpeculation& speculation = {});
+                       const std::function<void(const std::string&)>& progress, bool breakdown = false);
+  // The case on one engine that drafts, each round timing a run without drafts (the
+  // request turns them off, as `"speculative": false` does) and one with, the order
+  // swapped every round: on a shared machine, drift falls on both alike.
+  // `breakdown` traces the runs without drafts.
+  SpeculativePair run_speculative(const BenchCase& c, int repetitions, int threads,
+                                  const std::function<void(const std::string&)>& progress, bool breakdown,
+                                  const BenchSpeculation& speculation);
   // Decode (tg) cases continue this text greedily instead of one random token.
   void set_text_prompt(std::vector<int32_t> tokens) { text_prompt_ = std::move(tokens); }
 
  private:
+  // Each round runs every variant (true: the requests draft) once.
+  std::vector<BenchMeasurement> run_variants(const BenchCase& c, int repetitions, int threads,
+                                             const std::function<void(const std::string&)>& progress,
+                                             bool breakdown, const BenchSpeculation& speculation,
+                                             std::initializer_list<bool> drafts);
   Model& model_;
   std::mt19937_64 rng_;
   std::vector<int32_t> text_prompt_;

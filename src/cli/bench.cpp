@@ -137,17 +137,20 @@ int run_bench(const BenchArgs& a) {
     auto case_status = [&](const std::string& s) {
       status(fmt::format("[{}/{}] {} {} threads: {}", i + 1, cases.size(), c.label(), c.threads, s));
     };
-    BenchMeasurement m = runner.run(c, a.repetitions, c.threads, case_status, a.breakdown);
     // Split over ranks on this host, the row's threads are each rank's.
     const std::string path = compute_path(active_isa(), quantized, c.step_rows());
-    report.rows.push_back(bench_row(m, report.model, roofs, path));
-    if (spec.mode != SpecMode::kOff && c.kind != BenchKind::kPrefill) {
-      // The same case with speculation, right after the plain one.
-      BenchMeasurement s = runner.run(c, a.repetitions, c.threads, case_status, false, {spec, draft.get()});
-      BenchRow row = bench_row(s, report.model, roofs, path);
-      row.speculative = speculative_figures(s, m, drafter, spec);
-      report.rows.push_back(std::move(row));
+    if (spec.mode == SpecMode::kOff || c.kind == BenchKind::kPrefill) {
+      report.rows.push_back(bench_row(runner.run(c, a.repetitions, c.threads, case_status, a.breakdown),
+                                      report.model, roofs, path));
+      continue;
     }
+    // The plain row and the drafting row, measured in turns.
+    const SpeculativePair pair = runner.run_speculative(c, a.repetitions, c.threads, case_status, a.breakdown,
+                                                            {spec, draft.get()});
+    report.rows.push_back(bench_row(pair.plain, report.model, roofs, path));
+    BenchRow row = bench_row(pair.drafting, report.model, roofs, path);
+    row.speculative = speculative_figures(pair.drafting, pair.plain, drafter, spec);
+    report.rows.push_back(std::move(row));
   }
   progress.clear();
   fmt::print("{}", format_bench_report(report, *format));

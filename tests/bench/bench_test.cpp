@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -245,6 +246,30 @@ TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
     EXPECT_NEAR(a.predicted_tokens_per_s, r["bound_tokens_per_s"].get<double>(), 1e-9 * a.predicted_tokens_per_s);
     EXPECT_EQ(a.predicted_bound, r["bound"]) << r.dump();
   }
+}
+
+// A drafting row and its plain row are timed in turns, one of each per round, and the
+// speedup is the median of the rounds' ratios.
+TEST_F(BenchCommand, SpeculativeRowsTakeTurnsWithThePlainRow) {
+  std::string out;
+  ASSERT_EQ(bench("-p 0 -n 16 -r 3 -t 1 --spec ngram --ngram-min 1 --prompt 'one two one two one two' -o json", &out), 0);
+  const auto rows = nlohmann::json::parse(out)["results"];
+  ASSERT_EQ(rows.size(), 2u);
+  const auto &plain = rows[0]["samples"], &drafting = rows[1]["samples"];
+  const auto& rounds = rows[1]["speculative"]["speedup_rounds"];
+  ASSERT_EQ(plain.size(), 3u);
+  ASSERT_EQ(drafting.size(), 3u);
+  ASSERT_EQ(rounds.size(), 3u) << rows[1].dump();
+  std::vector<double> ratios;
+  for (size_t r = 0; r < 3; ++r) {
+    ratios.push_back(drafting[r].get<double>() / plain[r].get<double>());
+    EXPECT_DOUBLE_EQ(rounds[r].get<double>(), ratios.back());
+  }
+  std::sort(ratios.begin(), ratios.end());
+  EXPECT_DOUBLE_EQ(rows[1]["speculative"]["speedup"].get<double>(), ratios[1]);
+  // The plain row's requests drafted nothing; the drafting row's did.
+  EXPECT_FALSE(rows[0].contains("speculative"));
+  EXPECT_GT(rows[1]["speculative"]["drafted_tokens"].get<int64_t>(), 0) << rows[1].dump();
 }
 
 // An n-gram row says how far lookup could go on the text it generated, and no run
