@@ -22,6 +22,7 @@ struct RooflineArgs {
   std::string preset, config, model_file;
   std::string hardware, profile;
   int threads = 0, gpus = 0, tp = 1;  // gpus 0: as many as --tp
+  int ranks_per_host = 1;             // of a probed host: ranks sharing its memory bus
   std::vector<std::string> weights, kv_types;
   std::vector<int64_t> batches = {1, 8, 64};
   int64_t prompt = 1024, output = 256, context = 0, ubatch = 512;
@@ -256,7 +257,12 @@ int run_roofline(const RooflineArgs& a) {
                 "or --hardware list");
   HardwareSource hs = hardware_source(a, nullptr);
   if (!hs.profile && !hs.fixed) fail("give --hardware NAME (see --hardware list) or --profile probe.json");
-  Hardware hw = hs.for_threads(a.threads);
+  if (a.ranks_per_host < 1 || a.ranks_per_host > a.tp)
+    fail("--ranks-per-host must be between 1 and --tp ({}), got {}", a.tp, a.ranks_per_host);
+  if (a.ranks_per_host > 1 && !hs.profile) fail("--ranks-per-host needs a probed host (--profile)");
+  // Ranks on one host run -t threads each: the host's roofs on all of them, shared.
+  Hardware hw = a.ranks_per_host == 1 ? hs.for_threads(a.threads)
+                                      : host_share(hs.for_threads(a.threads * a.ranks_per_host), a.ranks_per_host);
 
   std::vector<std::string> weights = a.weights;
   if (weights.empty()) weights = {lm->weight_type.empty() ? "f16" : lm->weight_type};
@@ -329,6 +335,10 @@ const CommandRegistration kRoofline{
       sub.add_option("-t,--threads", a->threads, "threads, for a probe profile (default: all it measured)");
       sub.add_option("--gpus", a->gpus, "devices in all, replicas = gpus / tp (default: tp)");
       sub.add_option("--tp", a->tp, "tensor-parallel degree");
+      sub.add_option("--ranks-per-host", a->ranks_per_host,
+                     "ranks that share one probed host's memory bus, each on its own -t threads (default 1: a host "
+                     "each; one host: --tp)")
+          ->capture_default_str();
       sub.add_option("--weights", *weights, "weight types, comma separated; the first is reported in full");
       sub.add_option("--kv-type", *kvs, "KV cache types (f32, f16, bf16, q8_0, fp8, q4_0), comma separated");
       sub.add_option("--batch", *batches, "decode batch sizes, comma separated (default 1,8,64)");

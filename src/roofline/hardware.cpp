@@ -199,4 +199,15 @@ Hardware hardware_from_profile(const HardwareProfile& p, int threads, const std:
   return h;
 }
 
+Hardware host_share(const Hardware& host, int ranks) {
+  Hardware h = host;
+  const double n = ranks;
+  h.name = fmt::format("{}, one of {} ranks on it", host.name, ranks);
+  h.memory_bytes /= n;
+  h.bandwidth /= n;
+  for (auto& [bytes, bw] : h.bandwidth_by_size) bw /= n;
+  for (auto& [path, ops] : h.peaks) ops /= n;
+  return h;
+}
+
 }  // namespace tps

@@ -43,5 +43,10 @@ const Hardware& find_hardware(const std::string& id);  // throws tps::Error list
 // compute_path: "int8", "amx_int8", "f32" ...): the roof is that path's peak, under the
 // name of the number format it computes in. Empty: the fastest engine measured per format.
 Hardware hardware_from_profile(const HardwareProfile& profile, int threads, const std::string& kernel_path = "");
+// One rank's share of a host that runs `ranks` of them, each on its own threads: the
+// roofs and memory of the host, measured on all their threads together, divided among
+// them. They share its memory bus, so two ranks of one thread each get less than a
+// thread alone.
+Hardware host_share(const Hardware& host, int ranks);
 
 }  // namespace tps

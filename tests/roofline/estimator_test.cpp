@@ -146,6 +146,30 @@ TEST(Estimator, ProbedAllreduceIsInterpolatedBetweenItsSamples) {
   EXPECT_NEAR(est.step_exchange_seconds(1), 10e-6 + 100e-6 + (gathered - 65536) / p.allreduce->beta_bytes_per_s, 1e-12);
 }
 
+TEST(Estimator, RanksOnOneHostShareItsRoofs) {
+  HardwareProfile p;
+  p.threads = 2;
+  p.cpu.memory_bytes = 16'000'000'000;
+  // One thread reads 30 GB/s alone; two read 48 GB/s together.
+  p.bandwidth = {{1 << 29, 1, 30, 30}, {1 << 29, 2, 48, 48}};
+  const Hardware alone = hardware_from_profile(p, 1);
+  Hardware host = hardware_from_profile(p, 2);
+  host.peaks = {{"f32", 1e12}, {"int8", 4e12}};
+  host.link_bandwidth = 1e18;  // a link that costs nothing: only the roofs differ
+  const Hardware share = host_share(host, 2);
+  EXPECT_DOUBLE_EQ(alone.bandwidth, 30e9);
+  EXPECT_DOUBLE_EQ(share.bandwidth, 24e9);  // less than a thread alone: the bus is shared
+  EXPECT_DOUBLE_EQ(share.memory_bytes, 8e9);
+  EXPECT_DOUBLE_EQ(share.peaks.at("int8"), 2e12);
+  EXPECT_DOUBLE_EQ(share.peaks.at("f32"), 0.5e12);
+  // Two ranks each decode half the weights at their share: the host's one-process step.
+  Deployment split = make_deployment("q4_0", "f16", 2, 2), whole = make_deployment("q4_0", "f16", 1, 1);
+  const RooflineModel m = find_roofline_preset("llama-3-8b");
+  const double shared_step = Estimator(m, share, split, ideal()).decode_step_seconds(1, 512);
+  const double one_process = Estimator(m, host, whole, ideal()).decode_step_seconds(1, 512);
+  EXPECT_NEAR(shared_step / one_process, 1.0, 0.02);
+}
+
 TEST(Estimator, MoeDecodeReadsActiveExpertsAtBatchOneAndAllAtLargeBatch) {
   Efficiency e = ideal();
   RooflineModel m = find_roofline_preset("mixtral-8x7b");

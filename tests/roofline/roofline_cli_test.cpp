@@ -42,6 +42,8 @@ TEST(RooflineCli, BadInputsExitWith2) {
   EXPECT_EQ(run("roofline --preset llama-3-8b").code, 2);  // no hardware
   EXPECT_EQ(run("roofline --measured " + write_temp("bad_bench.json", R"({"schema": "tps.bench/1"})")).code, 2);
   EXPECT_EQ(run("roofline --preset llama-3-8b --hardware h100-sxm --batch 1,x").code, 2);
+  EXPECT_EQ(run("roofline --preset llama-3-8b --hardware h100-sxm --tp 2 --ranks-per-host 3").code, 2);
+  EXPECT_EQ(run("roofline --preset llama-3-8b --hardware h100-sxm --gpus 2 --tp 2 --ranks-per-host 2").code, 2);
 }
 
 TEST(RooflineCli, HardwareListNamesSources) {
