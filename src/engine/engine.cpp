@@ -163,7 +163,7 @@ void Engine::finish(Active& a, FinishReason reason) {
 }
 
 double Engine::propose_drafts() {
-  draft_rounds_ = 0;
+  draft_work_ = {};
   if (config_.speculative.mode == SpecMode::kOff) return 0;
   const double t0 = now_seconds();
   // Candidates and the drafts each has room for before its token limit or the context
@@ -194,7 +194,7 @@ double Engine::propose_drafts() {
     a->tokens.insert(a->tokens.end(), drafts.begin(), drafts.end());
     a->drafted = static_cast<int32_t>(drafts.size());
     // The lookups are the n-gram drafter's one round.
-    if (config_.speculative.mode == SpecMode::kNgram) draft_rounds_ = 1;
+    if (config_.speculative.mode == SpecMode::kNgram) draft_work_.rounds = 1;
   }
   return now_seconds() - t0;
 }
@@ -227,6 +227,11 @@ double Engine::fill_model_drafts(StepPlan& plan) {
   // is left of it and proposes nothing this step, so a long prompt's draft prefill is
   // spread over steps instead of stalling every sequence in the batch at once.
   int32_t catch_up_budget = config_.max_batch_tokens;
+  auto timed_forward = [&](const ForwardBatch& batch) {
+    const double start = now_seconds();
+    draft.forward(batch, draft_logits_.data());
+    draft_work_.forwards.emplace_back(static_cast<int32_t>(batch.size()), now_seconds() - start);
+  };
   for (int32_t round = 0;; ++round) {
     draft_batch_.clear();
     std::vector<Slot*> fed;
@@ -240,7 +245,7 @@ double Engine::fill_model_drafts(StepPlan& plan) {
             catch_up.sequences.push_back({s.a->blocks.data(), static_cast<int64_t>(s.a->blocks.size())});
             for (int32_t p = begin; p < begin + catch_up_budget; ++p) catch_up.add(s.a->tokens[p], p, 0, false);
             draft_logits_.resize(static_cast<size_t>(vocab));
-            draft.forward(catch_up, draft_logits_.data());
+            timed_forward(catch_up);
             s.a->draft_computed += catch_up_budget;
             catch_up_budget = 0;
           }
@@ -257,8 +262,8 @@ double Engine::fill_model_drafts(StepPlan& plan) {
     }
     if (fed.empty()) break;
     draft_logits_.resize(fed.size() * static_cast<size_t>(vocab));
-    draft.forward(draft_batch_, draft_logits_.data());
-    ++draft_rounds_;
+    timed_forward(draft_batch_);
+    ++draft_work_.rounds;
     for (size_t i = 0; i < fed.size(); ++i) {
       Slot& s = *fed[i];
       Active& a = *s.a;
@@ -385,10 +390,12 @@ void Engine::step() {
     std::lock_guard lock(stats_mutex_);
     stats_.steps++;
   }
-  if (config_.speculative.mode != SpecMode::kOff && decode_rows == static_cast<int32_t>(plan.chunks.size()))
-    // Drafting's time includes the draft model catching up on the tokens since it last
-    // drafted: the true price of a probe after steps without drafts.
-    draft_length_.record_step(plan.rows(), forward_s, draft_rounds_, draft_s);
+  if (config_.speculative.mode != SpecMode::kOff && decode_rows == static_cast<int32_t>(plan.chunks.size())) {
+    // A draft model's passes include catching up on the tokens since it last ran: the
+    // price of keeping it in step.
+    draft_work_.seconds = draft_s;
+    draft_length_.record_step(plan.rows(), forward_s, draft_work_);
+  }
   if (observer_) {
     StepInfo info{plan.rows(), static_cast<int32_t>(plan.chunks.size()), decode_rows, now_seconds() - t0};
     info.forward_seconds = forward_s;

@@ -97,7 +97,7 @@ class Engine {
   std::function<void(const StepInfo&)> observer_;
   DraftLength draft_length_;
   AcceptanceEstimate acceptance_;  // over every sequence
-  int32_t draft_rounds_ = 0;  // of the current step
+  DraftLength::DraftWork draft_work_;  // of the current step
   int32_t emitted_ = 0;       // tokens pushed to streams in the current step
 
   std::mutex mutex_;  // guards inbox_, stop_, wake_, queued_

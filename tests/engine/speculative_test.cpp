@@ -221,7 +221,8 @@ TEST(Speculative, ADraftsCatchUpIsSpreadOverSteps) {
   config.max_seqs = 1;
   config.max_batch_tokens = 16;
   config.speculative.mode = SpecMode::kDraftModel;
-  config.speculative.draft_max = 4;
+  // A fixed length: every step drafts, whatever drafting costs this tiny model.
+  config.speculative.draft_min = config.speculative.draft_max = 4;
   config.speculative.draft_p_min = 0;
   config.draft = &counter;
   int64_t most = 0;  // the most draft rows in one step

@@ -3,11 +3,14 @@
 // identical sequences batched together, on every ISA path this CPU runs.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <future>
 #include <latch>
 #include <optional>
+#include <thread>
 
 #include "kernels/matmul.h"
 #include "serve_helpers.h"
@@ -85,8 +88,11 @@ TEST_P(SameTokens, ThroughRunServeAndABatchOfEight) {
   EXPECT_EQ(completion_ids(testing::post(*server.client(), "/v1/completions", body)), expected) << "alone";
 
   const double steps_before = testing::get_metrics(*server.client()).at("tps_steps_total");
-  // The 8 requests leave together: on a fast machine one alone takes under a
-  // millisecond, less than starting a thread.
+  // The 8 requests must meet in the server: on a fast machine one alone takes under a
+  // millisecond, less than starting a thread, and on a loaded one the clients' threads
+  // may run far apart. So the server is paused while they connect and send (the kernel
+  // queues both), and finds them all when it resumes.
+  ASSERT_EQ(kill(server.pid(), SIGSTOP), 0);
   std::vector<std::future<testing::Reply>> batch;
   std::latch start(9);
   for (int i = 0; i < 8; ++i)
@@ -96,6 +102,8 @@ TEST_P(SameTokens, ThroughRunServeAndABatchOfEight) {
       return testing::post(*client, "/v1/completions", body);
     }));
   start.arrive_and_wait();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  ASSERT_EQ(kill(server.pid(), SIGCONT), 0);
   for (int i = 0; i < 8; ++i) EXPECT_EQ(completion_ids(batch[i].get()), expected) << "sequence " << i << " of 8";
   // Alone, 8 requests take at least 8 x 24 steps; batched, about 24 and a few prefills.
   const double steps = testing::get_metrics(*server.client()).at("tps_steps_total") - steps_before;
