@@ -61,6 +61,11 @@ void Transformer::pack_matrices() {
     packed_.push_back(pack_weights_into(*w, next, &pool));
     w->packed = &packed_.back();
     next += packed_bytes(*w);
+    // The kernels read the packed copy: the file's pages of the matrix need not stay in
+    // this process's resident set (a rank's shard of a row-split matrix touches every
+    // page of it, its columns interleaved with the other ranks').
+    const size_t stride = w->row_bytes != 0 ? w->row_bytes : row_bytes(w->type, w->cols);
+    if (w->rows > 0) release_pages(w->data, stride * static_cast<size_t>(w->rows - 1) + row_bytes(w->type, w->cols));
   }
 }
 

@@ -2,6 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "core/thread_pool.h"
+
 #include "core/error.h"
 #include "model_files.h"
 #include "test_fixtures.h"
@@ -20,7 +28,43 @@ std::string load_error(const std::string& path) {
   return "";
 }
 
+// Kilobytes of the file `path` that this process's mappings of it keep resident
+// (/proc/self/smaps).
+int64_t resident_kb_of(const std::string& path) {
+  const std::string target = std::filesystem::canonical(path).string();
+  std::ifstream smaps("/proc/self/smaps");
+  int64_t kb = 0;
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (!line.empty() && std::isxdigit(static_cast<unsigned char>(line[0])) && line.find('-') < line.find(' ')) {
+      inside = line.size() >= target.size() && line.compare(line.size() - target.size(), target.size(), target) == 0;
+    } else if (inside && line.rfind("Rss:", 0) == 0) {
+      kb += std::stoll(line.substr(4));
+    }
+  }
+  return kb;
+}
+
 }  // namespace
+
+// The kernels read the packed copy of every matrix, so the file's pages of them leave
+// the resident set once packed: memory counts them once, not twice.
+TEST(ModelLoad, KeepsOnlyThePackedMatricesResident) {
+  TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
+  const auto file_kb = static_cast<int64_t>(std::filesystem::file_size(path) / 1024);
+  auto model = Model::load(path);
+  ThreadPool pool(2);
+  KvCache kv(model->config(), 1, 8);
+  std::vector<int32_t> table = {0};
+  ForwardBatch b;
+  b.sequences.push_back({table.data(), 1});
+  for (int32_t i = 0; i < 4; ++i) b.add(1 + i, i, 0, true);
+  std::vector<float> logits(4 * static_cast<size_t>(model->config().vocab_size));
+  model->forward(b, kv, logits.data(), pool);
+  // What stays: the metadata and vocabulary, the token embeddings (looked up in place)
+  // and the norms. The layer and output matrices are most of the file.
+  EXPECT_LT(resident_kb_of(path), file_kb / 2) << "of " << file_kb << " kB";
+}
 
 TEST(ModelLoad, ReadsTheConfigurationFromMetadataAndTensors) {
   TPS_REQUIRE_FIXTURE(path, "models/stories260K.gguf");
