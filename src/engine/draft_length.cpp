@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace tps {
 
@@ -39,7 +40,11 @@ std::pair<double, double> DecayingLine::fit() const {
   }
   const double var = wxx * w - wx * wx;
   const double b = var > 1e-12 ? std::max(0.0, (wxy * w - wx * wy) / var) : 0;
-  return {(wy - b * wx) / w, b};
+  const double a = (wy - b * wx) / w;
+  // A pass of r rows never costs more than r passes of one: where a few slow multi-row
+  // samples say otherwise, the line goes through the origin.
+  if (a < 0) return {0, wxy / wxx};
+  return {a, b};
 }
 
 double DecayingLine::at(double rows) const {
@@ -57,20 +62,23 @@ void DraftLength::record_step(int32_t rows, double forward_s, const DraftWork& d
   }
 }
 
-double DraftLength::draft_round_seconds(double n) const {
-  return draft_.empty() ? lookup_s_ : draft_.at(n);
+double DraftLength::draft_seconds(int32_t k, double n, double behind) const {
+  if (config_.mode != SpecMode::kDraftModel) return lookup_s_;
+  return draft_.at(behind) + (k - 1) * draft_.at(n);
 }
 
-int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptance) {
-  if (acceptance.empty()) return 0;
+DraftChoice DraftLength::choose(int32_t base_rows, std::span<const DraftCandidate> candidates) {
+  constexpr int32_t kAll = std::numeric_limits<int32_t>::max();
+  if (candidates.empty()) return {};
   // --draft-min equal to --draft-max pins the length (measuring a fixed k).
-  if (config_.draft_min == config_.draft_max) return config_.draft_max;
-  if (target_.empty()) return config_.draft_min;  // no cost known yet: the cheapest probe measures
-  const auto n = static_cast<double>(acceptance.size());
+  if (config_.draft_min == config_.draft_max) return {config_.draft_max, kAll};
+  if (target_.empty()) return {config_.draft_min, kAll};  // no cost known yet: the cheapest probe measures
+  const auto n = static_cast<double>(candidates.size());
+  // In steady drafting each draft model is a token behind, the last step's bonus.
   auto rate = [&](int32_t k) {
     double tokens = 0;
-    for (double a : acceptance) tokens += expected_tokens(a, k);
-    return tokens / (forward_seconds(base_rows + n * k) + draft_round_seconds(n) * k);
+    for (const DraftCandidate& c : candidates) tokens += expected_tokens(c.acceptance, k);
+    return tokens / (forward_seconds(base_rows + n * k) + (k > 0 ? draft_seconds(k, n, n) : 0));
   };
   int32_t best = 0;
   double best_rate = rate(0) * 1.02;  // drafting must win by a margin over its noise
@@ -78,22 +86,35 @@ int32_t DraftLength::choose(int32_t base_rows, std::span<const double> acceptanc
     const double r = rate(k);
     if (r > best_rate) best = k, best_rate = r;
   }
-  if (best == 0) {
-    // Probe with draft_min drafts, as often as keeps the probes' extra cost near
-    // kProbeCost of the time, and at least every kProbeEvery steps when they are cheap.
-    // A draft model must also catch up on the n tokens each step makes: a share of the
-    // time that probing less often does not shrink.
-    const int32_t k = config_.draft_min;
-    const double base = forward_seconds(base_rows);
-    const double keep_up = n * draft_.slope() / base;
-    const double extra = (forward_seconds(base_rows + n * k) - base + draft_round_seconds(n) * k) / base;
-    if (keep_up < kProbeCost) {
-      const auto every = static_cast<int64_t>(std::max<double>(kProbeEvery, std::ceil(extra / (kProbeCost - keep_up))));
-      if (++since_probe_ >= every) best = k;
-    }
+  if (best > 0) return {best, kAll};
+  const double base = forward_seconds(base_rows);
+  const double most = kCreditSteps * kProbeCost * base;
+  // An engine knows least about its drafter before its first probes: it starts with the
+  // most credit it keeps.
+  credit_s_ = started_ ? std::min(credit_s_ + kProbeCost * base, most) : most;
+  started_ = true;
+  return probe(config_.draft_min, base_rows, candidates);
+}
+
+DraftChoice DraftLength::probe(int32_t k, int32_t base_rows, std::span<const DraftCandidate> candidates) {
+  std::vector<int32_t> behind;
+  for (const DraftCandidate& c : candidates) behind.push_back(c.behind);
+  std::sort(behind.begin(), behind.end());
+  const double base = forward_seconds(base_rows);
+  DraftChoice choice;
+  double fed = 0, spend = 0;
+  for (size_t m = 1; m <= behind.size(); ++m) {
+    fed += behind[m - 1];
+    const auto rows = static_cast<double>(m);
+    const double cost = forward_seconds(base_rows + rows * k) - base + draft_seconds(k, rows, fed);
+    if (cost > credit_s_) break;
+    // Sequences equally behind go together: max_behind cannot take some of them.
+    if (m < behind.size() && behind[m] == behind[m - 1]) continue;
+    choice = {k, behind[m - 1]};
+    spend = cost;
   }
-  if (best > 0) since_probe_ = 0;
-  return best;
+  credit_s_ -= spend;
+  return choice;
 }
 
 void AcceptanceEstimate::record(int32_t drafted, int32_t accepted_now) {

@@ -5,10 +5,12 @@
 // per-token acceptance is estimated from its verify steps. The length chosen maximizes
 // expected tokens per second over the whole batch; with a large batch (rows cost more)
 // or a poor drafter it is 0. Then some steps still draft draft_min tokens, so the
-// estimates follow the text: every kProbeEvery-th step, or fewer where a probe costs more
-// than kProbeCost of the time. A draft model's probe also catches the draft up on every
-// token since it last ran, at b a row: that costs the same share of the time however
-// rarely it probes, so where that share alone exceeds kProbeCost it does not probe.
+// estimates follow the text: probes, paid from a credit that every such step adds
+// kProbeCost of its time to. A draft model's probe first catches the draft up on every
+// token since it last ran, so it costs more the further its sequences have moved on: a
+// probe takes the sequences least behind that the credit pays for, and probes come in
+// runs, each next one a token behind. A request's first steps are where a draft model's
+// probes are cheapest.
 // With draft_min == draft_max the length is fixed: every step drafts it.
 #include <cstdint>
 #include <span>
@@ -35,16 +37,29 @@ class DecayingLine {
   double at(double rows) const;  // 0 while empty
 
  private:
-  std::pair<double, double> fit() const;  // intercept, slope (never below 0)
+  std::pair<double, double> fit() const;  // intercept, slope (neither below 0)
 
   double decay_, prior_growth_;
   double w_ = 0, wx_ = 0, wy_ = 0, wxx_ = 0, wxy_ = 0;
 };
 
+// A sequence that may draft this step.
+struct DraftCandidate {
+  double acceptance;  // its per-token estimate
+  int32_t behind;     // tokens its draft model must be fed before it proposes (n-gram: 0)
+};
+
+// What a step drafts: k tokens for each candidate whose drafter is at most max_behind
+// tokens behind.
+struct DraftChoice {
+  int32_t k = 0;
+  int32_t max_behind = 0;
+};
+
 class DraftLength {
  public:
-  static constexpr int kProbeEvery = 8;
   static constexpr double kProbeCost = 0.02;
+  static constexpr int kCreditSteps = 256;  // the most steps' credit kept, so a long stretch does not buy a burst
 
   explicit DraftLength(const SpeculativeConfig& config) : config_(config) {}
 
@@ -59,15 +74,20 @@ class DraftLength {
   // compute-bound and would overstate what a few more rows cost): rows and seconds, and
   // the drafter's work.
   void record_step(int32_t rows, double forward_s, const DraftWork& draft);
-  // Drafts per sequence for a step whose rows without drafts are base_rows, where
-  // sequences with these per-token acceptance estimates may draft.
-  int32_t choose(int32_t base_rows, std::span<const double> acceptance);
+  // Drafts for a step whose rows without drafts are base_rows, where these sequences may
+  // draft.
+  DraftChoice choose(int32_t base_rows, std::span<const DraftCandidate> candidates);
   // The fitted time of a forward pass of `rows` rows (0 before any step).
   double forward_seconds(double rows) const { return target_.at(rows); }
 
  private:
-  // One round proposing a token for each of n sequences.
-  double draft_round_seconds(double n) const;
+  // The drafter's time to propose k tokens for each of n sequences whose drafts are
+  // `behind` tokens behind in all (a draft model's first pass feeds those, its next ones
+  // a row each; an n-gram lookup is one round).
+  double draft_seconds(int32_t k, double n, double behind) const;
+  // The largest set of sequences, least behind first, whose probe of k drafts the credit
+  // pays for.
+  DraftChoice probe(int32_t k, int32_t base_rows, std::span<const DraftCandidate> candidates);
 
   static constexpr double kDecay = 0.97;         // per sample
   static constexpr double kPriorRowGrowth = 0.05;
@@ -76,7 +96,8 @@ class DraftLength {
   DecayingLine target_{kDecay, kPriorRowGrowth};  // a step's forward pass
   DecayingLine draft_{kDecay, kPriorRowGrowth};   // a draft model's forward pass
   double lookup_s_ = 0;        // an n-gram round
-  int64_t since_probe_ = 0;
+  double credit_s_ = 0;        // what probes may still spend
+  bool started_ = false;       // credit_s_ has been set
 };
 
 // A per-token acceptance estimate from verify steps, older ones weighing less; before

@@ -162,14 +162,29 @@ void Engine::finish(Active& a, FinishReason reason) {
   std::erase_if(active_, [&](const std::unique_ptr<Active>& p) { return p.get() == &a; });
 }
 
+// How many leading tokens still have K/V in the draft's cache: none after a preemption
+// freed its blocks, and none past the target's (the draft's cache follows the target's block table).
+int32_t Engine::draft_valid(const Active& a) {
+  return a.draft_preemptions != a.preemptions ? 0 : std::min(a.draft_computed, a.computed);
+}
+
+int32_t Engine::draft_behind(const Active& a) const {
+  if (config_.speculative.mode != SpecMode::kDraftModel) return 0;
+  return static_cast<int32_t>(a.tokens.size()) - draft_valid(a);
+}
+
 double Engine::propose_drafts() {
   draft_work_ = {};
   if (config_.speculative.mode == SpecMode::kOff) return 0;
   const double t0 = now_seconds();
   // Candidates and the drafts each has room for before its token limit or the context
   // (the bonus token takes the last place).
-  std::vector<std::pair<Active*, int32_t>> candidates;
-  std::vector<double> acceptance;
+  struct Candidate {
+    Active* a;
+    int32_t room;
+  };
+  std::vector<Candidate> candidates;
+  std::vector<DraftCandidate> estimates;
   int32_t base_rows = 0;
   for (Sequence* s : scheduler_.running()) {
     auto* a = static_cast<Active*>(s);
@@ -177,13 +192,15 @@ double Engine::propose_drafts() {
     const bool decoding = a->pending() == 1 && a->generated() > 0;
     const int32_t room = std::min(a->request.max_tokens - a->generated(), context_ - static_cast<int32_t>(a->tokens.size())) - 1;
     if (!decoding || !a->speculates(config_) || room < config_.speculative.draft_min) continue;
-    candidates.emplace_back(a, room);
-    acceptance.push_back(a->acceptance.rate());
+    candidates.push_back({a, room});
+    estimates.push_back({a->acceptance.rate(), draft_behind(*a)});
   }
-  const int32_t k = draft_length_.choose(base_rows, acceptance);
-  if (k == 0) return now_seconds() - t0;
-  for (auto [a, room] : candidates) {
-    const int32_t n = std::min(k, room);
+  const DraftChoice choice = draft_length_.choose(base_rows, estimates);
+  if (choice.k == 0) return now_seconds() - t0;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (estimates[i].behind > choice.max_behind) continue;
+    Active* a = candidates[i].a;
+    const int32_t n = std::min(choice.k, candidates[i].room);
     std::vector<int32_t> drafts;
     if (config_.speculative.mode == SpecMode::kNgram) {
       drafts = ngram_draft(a->tokens, config_.speculative.ngram_min, config_.speculative.ngram_max, n);
@@ -215,8 +232,8 @@ double Engine::fill_model_drafts(StepPlan& plan) {
   for (ScheduledChunk& c : plan.chunks) {
     if (c.seq->drafted == 0 || !c.wants_logits) continue;
     auto* a = static_cast<Active*>(c.seq);
-    if (a->draft_preemptions != a->preemptions) a->draft_computed = 0, a->draft_preemptions = a->preemptions;
-    a->draft_computed = std::min(a->draft_computed, a->computed);
+    a->draft_computed = draft_valid(*a);
+    a->draft_preemptions = a->preemptions;
     a->draft_q.assign(static_cast<size_t>(a->drafted), {});
     slots.push_back({&c, a, static_cast<int32_t>(a->tokens.size()) - a->drafted, 0, true});
   }

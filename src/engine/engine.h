@@ -78,6 +78,8 @@ class Engine {
   // Appends drafts to decoding sequences (n-gram tokens, or placeholders that
   // fill_model_drafts replaces once their blocks are reserved); returns the time taken.
   double propose_drafts();
+  static int32_t draft_valid(const Active& a);
+  int32_t draft_behind(const Active& a) const;  // tokens to feed its draft model before it proposes
   double fill_model_drafts(StepPlan& plan);
   // Leaves in a.tokens what this step gives a chunk's sequence: its accepted drafts and
   // one token sampled (or resampled) from `logits` (logit_rows rows); rejected drafts
