@@ -57,14 +57,16 @@ std::vector<int32_t> ngram_draft(std::span<const int32_t> context, int32_t ngram
                                  int32_t max_tokens) {
   // A match near the end continues only up to the end: look up again from the drafted
   // tokens, so a repeated phrase drafts whole.
-  std::vector<int32_t> extended(context.begin(), context.end()), drafts;
-  while (static_cast<int32_t>(drafts.size()) < max_tokens) {
-    const std::vector<int32_t> more = continuation(extended, ngram_min, ngram_max, max_tokens - static_cast<int64_t>(drafts.size()));
+  std::vector<int32_t> extended;
+  extended.reserve(context.size() + static_cast<size_t>(std::max(0, max_tokens)));
+  extended.assign(context.begin(), context.end());
+  const auto drafted = [&] { return static_cast<int64_t>(extended.size() - context.size()); };
+  while (drafted() < max_tokens) {
+    const std::vector<int32_t> more = continuation(extended, ngram_min, ngram_max, max_tokens - drafted());
     if (more.empty()) break;
-    drafts.insert(drafts.end(), more.begin(), more.end());
-    extended.insert(extended.end(), more.begin(), more.end());
+    for (int32_t t : more) extended.push_back(t);
   }
-  return drafts;
+  return {extended.begin() + static_cast<std::ptrdiff_t>(context.size()), extended.end()};
 }
 
 NgramCeiling ngram_ceiling(std::span<const int32_t> prompt, std::span<const int32_t> generated,
