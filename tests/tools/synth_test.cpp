@@ -199,7 +199,9 @@ TEST(Synth, ASeedWritesTheSameWeightsInEveryType) {
       }
       // Q4_0's rounding leaves about 10 % relative error; another seed about 140 %.
       EXPECT_LT(std::sqrt(err / norm), 0.15) << type << " " << t.name;
-      if (t.name.find("norm") == std::string::npos) EXPECT_GT(std::sqrt(diff / norm), 1.0) << t.name;  // norms are ones
+      if (t.name.find("norm") == std::string::npos) {  // norms are ones
+        EXPECT_GT(std::sqrt(diff / norm), 1.0) << t.name;
+      }
     }
   }
 }
