@@ -50,9 +50,9 @@ void rmsnorm(const float* x, const float* weight, int64_t n, float eps, float* o
 }
 void silu_mul(const float* gate, const float* up, int64_t n, float* out) { active().silu_mul(gate, up, n, out); }
 
-void attend(const float* q, int64_t n_q, int64_t head_dim, float scale, const AttentionBlock* blocks, int64_t n_blocks,
-            int64_t kt_stride, int64_t v_stride, bool prefetch, float* out) {
-  active().attend(q, n_q, head_dim, scale, blocks, n_blocks, kt_stride, v_stride, prefetch, out);
+void attend(const AttentionQueries& queries, int64_t head_dim, float scale, const AttentionBlock* blocks,
+            int64_t n_blocks, int64_t kt_stride, int64_t v_stride, bool prefetch) {
+  active().attend(queries, head_dim, scale, blocks, n_blocks, kt_stride, v_stride, prefetch);
 }
 
 void to_f16(const float* x, int64_t n, uint16_t* out, int64_t out_stride) { active().to_f16(x, n, out, out_stride); }

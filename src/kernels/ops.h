@@ -30,14 +30,27 @@ struct AttentionBlock {
   int64_t n;
 };
 
-// Attention of n_q query heads q[h * head_dim ..] that share one KV head, over the
-// positions of `blocks` in order: out = softmax(scale q.k) v per head, computed
-// FlashAttention-style (online softmax, kAttentionKeys keys at a time). `prefetch`:
-// the blocks are likely not in cache, so ask for each one a block ahead.
+// The queries of `rows` consecutive positions of one sequence (the last row's at the
+// last position of the blocks, each earlier row one position before the next), `heads`
+// query heads each that share one KV head: row i's head h at q[i * row_stride + h *
+// head_dim ..], its output at out[the same].
+struct AttentionQueries {
+  const float* q;
+  float* out;
+  int64_t rows;
+  int64_t row_stride;
+  int64_t heads;
+};
+
+// Attention of the queries over the positions of `blocks` in order, each row up to its
+// own position: out = softmax(scale q.k) v per head, computed FlashAttention-style
+// (online softmax, kAttentionKeys keys at a time). Each row's output is bit for bit what
+// it would be alone; the rows share the reads of the keys and values they all see.
+// `prefetch`: the blocks are likely not in cache, so ask for each one a block ahead.
 // model/attention.cpp drives it; its test compares whole attention to a reference.
 constexpr int kAttentionKeys = 16;
-void attend(const float* q, int64_t n_q, int64_t head_dim, float scale, const AttentionBlock* blocks, int64_t n_blocks,
-            int64_t kt_stride, int64_t v_stride, bool prefetch, float* out);
+void attend(const AttentionQueries& queries, int64_t head_dim, float scale, const AttentionBlock* blocks,
+            int64_t n_blocks, int64_t kt_stride, int64_t v_stride, bool prefetch);
 
 void axpy_reference(float a, const float* x, float* y, int64_t n);
 void rmsnorm_reference(const float* x, const float* weight, int64_t n, float eps, float* out);

@@ -13,7 +13,7 @@ struct OpsKernels {
   // cos/sin: head_dim / 2 values for the position
   void (*rope)(float*, int64_t, int64_t, const float*, const float*, RopeStyle);
   void (*to_f16)(const float*, int64_t, uint16_t*, int64_t);
-  void (*attend)(const float*, int64_t, int64_t, float, const AttentionBlock*, int64_t, int64_t, int64_t, bool, float*);
+  void (*attend)(const AttentionQueries&, int64_t, float, const AttentionBlock*, int64_t, int64_t, int64_t, bool);
 };
 
 const OpsKernels& ops_kernels_baseline();  // no ISA flags: SSE2 on x86-64

@@ -22,6 +22,23 @@ int64_t key_blocks(const SequenceBlocks& seq, int64_t position, const KvCache& k
   return count;
 }
 
+// Consecutive batch rows of one sequence at consecutive positions (a prompt's chunk, a
+// verify step's drafts) are attended together, up to kRunRows at a time: the keys and
+// values all of them see are read once for all. Runs are [run_start[i], run_start[i + 1]).
+constexpr int64_t kRunRows = 16;
+
+std::vector<int64_t> row_runs(const ForwardBatch& batch) {
+  std::vector<int64_t> starts;
+  const int64_t rows = static_cast<int64_t>(batch.size());
+  for (int64_t r = 0; r < rows; ++r) {
+    const bool continues = r > 0 && batch.sequence[r] == batch.sequence[r - 1] &&
+                           batch.positions[r] == batch.positions[r - 1] + 1 && r - starts.back() < kRunRows;
+    if (!continues) starts.push_back(r);
+  }
+  starts.push_back(rows);
+  return starts;
+}
+
 }  // namespace
 
 void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int64_t layer,
@@ -34,30 +51,33 @@ void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int
   for (int64_t r = 0; r < rows; ++r) max_blocks = std::max<int64_t>(max_blocks, batch.positions[r] / kv.block_tokens() + 1);
   const size_t per_thread = static_cast<size_t>(max_blocks);
   if (scratch.size() < per_thread * pool.size()) scratch.resize(per_thread * pool.size());
-  // Work items are (row, KV head): the group's queries share each key and value read.
-  // Their cost grows with the row's position, so threads take them as they come free,
-  // last rows (in prefill, the longest) first. The last row of each sequence in the
+  const std::vector<int64_t> runs = row_runs(batch);
+  const int64_t n_runs = static_cast<int64_t>(runs.size()) - 1;
+  // Work items are (run, KV head): the group's queries share each key and value read.
+  // Their cost grows with the run's position, so threads take them as they come free,
+  // last runs (in prefill, the longest) first. The last run of each sequence in the
   // batch (every decode row) reads its blocks first and prefetches them; its
-  // sequence's other rows find them in cache (prefetching for those cost prompt
+  // sequence's other runs find them in cache (prefetching for those cost prompt
   // attention 6 %).
   // A grab covers kMinGrainWork (keys x head_dim x query heads) at least, so a tiny
   // model's decode attention (stories260K: 4 items of 8-wide heads a layer) runs on the
   // calling thread: there a parallel region cost more than the work.
   constexpr int64_t kMinGrainWork = 64 * 1024;
-  const int64_t item_work = max_blocks * kv.block_tokens() * shape.head_dim * group;
+  const int64_t item_work = max_blocks * kv.block_tokens() * shape.head_dim * group * (rows / n_runs);
   const int64_t grain = std::max<int64_t>(1, kMinGrainWork / std::max<int64_t>(1, item_work));
-  const int64_t items = rows * shape.n_kv_heads;
+  const int64_t items = n_runs * shape.n_kv_heads;
   pool.parallel_for_dynamic(items, grain, [&](int64_t begin, int64_t end, int thread) {
     AttentionBlock* blocks = scratch.data() + per_thread * thread;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t item = items - 1 - i;
-      const int64_t r = item / shape.n_kv_heads, kv_head = item % shape.n_kv_heads;
-      const int64_t offset = r * q_dim + kv_head * group * shape.head_dim;
-      const bool cold = r + 1 == rows || batch.sequence[r + 1] != batch.sequence[r];
-      const int64_t n_blocks = key_blocks(batch.sequences[batch.sequence[r]], batch.positions[r], kv, layer, kv_head,
-                                          shape.head_dim, blocks);
-      attend(q + offset, group, shape.head_dim, scale, blocks, n_blocks, kv.block_tokens(), shape.head_dim, cold,
-             out + offset);
+      const int64_t run = item / shape.n_kv_heads, kv_head = item % shape.n_kv_heads;
+      const int64_t first = runs[run], last = runs[run + 1] - 1;
+      const int64_t offset = first * q_dim + kv_head * group * shape.head_dim;
+      const bool cold = last + 1 == rows || batch.sequence[last + 1] != batch.sequence[last];
+      const int64_t n_blocks = key_blocks(batch.sequences[batch.sequence[last]], batch.positions[last], kv, layer,
+                                          kv_head, shape.head_dim, blocks);
+      attend({q + offset, out + offset, last + 1 - first, q_dim, group}, shape.head_dim, scale, blocks, n_blocks,
+             kv.block_tokens(), shape.head_dim, cold);
     }
   });
 }

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <tuple>
@@ -25,57 +26,96 @@ struct Case {
 
 class Attention : public testing::TestWithParam<std::tuple<Isa, Case>> {};
 
+// Two sequences in a scattered block order, as a block table may hold them: a long one
+// (up to 7 chunks of 16 keys: rows with several of the chunk pairs AVX-512 takes at
+// once, with and without one left over) and one shorter than a block; keys, values and
+// queries at random, every position a row of `batch` (a prompt of each).
+struct Sequences {
+  static constexpr int64_t kLayer = 1;
+  static constexpr int64_t kLengths[] = {100, 3};
+  ModelConfig config;
+  std::vector<std::vector<int32_t>> tables{2};
+  std::vector<std::vector<float>> keys{2}, values{2};
+  KvCache kv;
+  ForwardBatch batch;
+  std::vector<float> q;
+
+  static ModelConfig shape(const Case& c) {
+    ModelConfig config;
+    config.n_layers = 2;
+    config.n_heads = c.n_heads;
+    config.n_kv_heads = c.n_kv_heads;
+    config.head_dim = c.head_dim;
+    return config;
+  }
+  static int64_t blocks(int64_t bt) { return (kLengths[0] + bt - 1) / bt + (kLengths[1] + bt - 1) / bt; }
+
+  explicit Sequences(const Case& c) : config(shape(c)), kv(config, blocks(c.block_tokens), c.block_tokens) {
+    const int64_t kv_dim = config.kv_dim(), bt = c.block_tokens;
+    std::mt19937 rng(7);
+    std::normal_distribution<float> dist(0.0f, 1.0f);
+    std::vector<int32_t> ids(blocks(bt));
+    std::iota(ids.begin(), ids.end(), 0);
+    std::shuffle(ids.begin(), ids.end(), rng);
+    size_t next_id = 0;
+    for (int s = 0; s < 2; ++s) {
+      for (int64_t b = 0; b < (kLengths[s] + bt - 1) / bt; ++b) tables[s].push_back(ids[next_id++]);
+      keys[s].resize(kLengths[s] * kv_dim);
+      values[s].resize(kLengths[s] * kv_dim);
+      for (auto& x : keys[s]) x = f16_to_f32(f32_to_f16(dist(rng)));
+      for (auto& x : values[s]) x = f16_to_f32(f32_to_f16(dist(rng)));
+      for (int64_t p = 0; p < kLengths[s]; ++p) {
+        kv.store(kLayer, tables[s][p / bt], p % bt, &keys[s][p * kv_dim], &values[s][p * kv_dim]);
+        batch.add(0, static_cast<int32_t>(p), s, false);
+      }
+    }
+    batch.sequences = sequence_blocks();
+    q.resize(batch.size() * config.q_dim());
+    for (auto& x : q) x = 2.0f * dist(rng);  // peaked softmaxes too
+  }
+
+  std::vector<SequenceBlocks> sequence_blocks() const {
+    return {{tables[0].data(), static_cast<int64_t>(tables[0].size())},
+            {tables[1].data(), static_cast<int64_t>(tables[1].size())}};
+  }
+
+  // Attention of `rows` (indices into `batch`) in one batch of their own, in order.
+  std::vector<float> attend(const std::vector<int64_t>& rows) const {
+    const int64_t q_dim = config.q_dim();
+    ForwardBatch sub;
+    sub.sequences = sequence_blocks();
+    std::vector<float> sub_q;
+    for (int64_t r : rows) {
+      sub.add(0, batch.positions[r], batch.sequence[r], false);
+      sub_q.insert(sub_q.end(), q.begin() + r * q_dim, q.begin() + (r + 1) * q_dim);
+    }
+    std::vector<float> out(sub_q.size());
+    std::vector<AttentionBlock> scratch;
+    ThreadPool pool(2);
+    attention(sub_q.data(), sub, kv, kLayer, {config.n_heads, config.n_kv_heads, config.head_dim}, out.data(), scratch,
+              pool);
+    return out;
+  }
+};
+
 TEST_P(Attention, MatchesDirectSoftmaxOverEveryPosition) {
   const auto [isa, c] = GetParam();
   if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
   test::ScopedIsa forced(isa);
-  ModelConfig config;
-  config.n_layers = 2;
-  config.n_heads = c.n_heads;
-  config.n_kv_heads = c.n_kv_heads;
-  config.head_dim = c.head_dim;
-  const int64_t kv_dim = config.kv_dim(), q_dim = config.q_dim(), bt = c.block_tokens;
-  // A long sequence (up to 7 chunks of 16 keys: rows with several of the chunk pairs
-  // AVX-512 takes at once, with and without one left over) and one shorter than a block.
-  const int64_t lengths[] = {100, 3};
-  const int64_t layer = 1;
-
-  std::mt19937 rng(7);
-  std::normal_distribution<float> dist(0.0f, 1.0f);
-  // Blocks in a scattered order, as a block table may hold them.
-  std::vector<std::vector<int32_t>> tables(2);
-  int64_t n_blocks = 0;
-  for (int s = 0; s < 2; ++s) n_blocks += (lengths[s] + bt - 1) / bt;
-  std::vector<int32_t> ids(n_blocks);
-  std::iota(ids.begin(), ids.end(), 0);
-  std::shuffle(ids.begin(), ids.end(), rng);
-  KvCache kv(config, n_blocks, bt);
-  std::vector<std::vector<float>> keys(2), values(2);
-  ForwardBatch batch;
-  size_t next_id = 0;
-  for (int s = 0; s < 2; ++s) {
-    for (int64_t b = 0; b < (lengths[s] + bt - 1) / bt; ++b) tables[s].push_back(ids[next_id++]);
-    batch.sequences.push_back({tables[s].data(), static_cast<int64_t>(tables[s].size())});
-    keys[s].resize(lengths[s] * kv_dim);
-    values[s].resize(lengths[s] * kv_dim);
-    for (auto& x : keys[s]) x = f16_to_f32(f32_to_f16(dist(rng)));
-    for (auto& x : values[s]) x = f16_to_f32(f32_to_f16(dist(rng)));
-    for (int64_t p = 0; p < lengths[s]; ++p) {
-      kv.store(layer, tables[s][p / bt], p % bt, &keys[s][p * kv_dim], &values[s][p * kv_dim]);
-      batch.add(0, static_cast<int32_t>(p), s, false);
-    }
-  }
-  const int64_t rows = static_cast<int64_t>(batch.size());
-  std::vector<float> q(rows * q_dim), out(rows * q_dim);
-  for (auto& x : q) x = 2.0f * dist(rng);  // peaked softmaxes too
-  std::vector<AttentionBlock> scratch;
-  ThreadPool pool(2);
-  attention(q.data(), batch, kv, layer, {c.n_heads, c.n_kv_heads, c.head_dim}, out.data(), scratch, pool);
+  const Sequences seqs(c);
+  const int64_t q_dim = seqs.config.q_dim(), kv_dim = seqs.config.kv_dim();
+  const int64_t rows = static_cast<int64_t>(seqs.batch.size());
+  std::vector<int64_t> all(rows);
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<float> out = seqs.attend(all);
+  const std::vector<float>& q = seqs.q;
 
   const int64_t group = c.n_heads / c.n_kv_heads;
   for (int64_t r = 0; r < rows; ++r) {
-    const int s = batch.sequence[r];
-    const int64_t pos = batch.positions[r];
+    const int s = seqs.batch.sequence[r];
+    const int64_t pos = seqs.batch.positions[r];
+    const std::vector<float>& keys = seqs.keys[s];
+    const std::vector<float>& values = seqs.values[s];
     for (int64_t h = 0; h < c.n_heads; ++h) {
       const int64_t kv_off = (h / group) * c.head_dim;
       std::vector<double> w(pos + 1);
@@ -83,17 +123,41 @@ TEST_P(Attention, MatchesDirectSoftmaxOverEveryPosition) {
       for (int64_t p = 0; p <= pos; ++p) {
         double dot = 0;
         for (int64_t d = 0; d < c.head_dim; ++d)
-          dot += static_cast<double>(q[r * q_dim + h * c.head_dim + d]) * keys[s][p * kv_dim + kv_off + d];
+          dot += static_cast<double>(q[r * q_dim + h * c.head_dim + d]) * keys[p * kv_dim + kv_off + d];
         w[p] = dot / std::sqrt(static_cast<double>(c.head_dim));
         max = std::max(max, w[p]);
       }
       for (auto& x : w) sum += (x = std::exp(x - max));
       for (int64_t d = 0; d < c.head_dim; ++d) {
         double want = 0;
-        for (int64_t p = 0; p <= pos; ++p) want += w[p] / sum * values[s][p * kv_dim + kv_off + d];
+        for (int64_t p = 0; p <= pos; ++p) want += w[p] / sum * values[p * kv_dim + kv_off + d];
         ASSERT_NEAR(out[r * q_dim + h * c.head_dim + d], want, 1e-5 + 1e-5 * std::fabs(want))
             << "row " << r << " head " << h << " dim " << d;
       }
+    }
+  }
+}
+
+// Rows of one sequence attended together (a prompt, a verify step's drafts) share
+// their key and value reads; each row's output must still be bit for bit its output
+// alone, or a token would depend on the batch that carried it.
+TEST_P(Attention, EachRowIsBitForBitItsOutputAlone) {
+  const auto [isa, c] = GetParam();
+  if (!cpu_supports(isa)) GTEST_SKIP() << "CPU lacks " << isa_name(isa);
+  test::ScopedIsa forced(isa);
+  const Sequences seqs(c);
+  const int64_t q_dim = seqs.config.q_dim();
+  const int64_t rows = static_cast<int64_t>(seqs.batch.size());
+  std::vector<int64_t> prompt(rows);
+  std::iota(prompt.begin(), prompt.end(), 0);
+  // A verify step of 5 rows at the long sequence's end, beside the other's decode row.
+  const std::vector<int64_t> verify = {95, 96, 97, 98, 99, rows - 1};
+  for (const std::vector<int64_t>& together : {prompt, verify}) {
+    const std::vector<float> out = seqs.attend(together);
+    for (size_t i = 0; i < together.size(); ++i) {
+      const std::vector<float> alone = seqs.attend({together[i]});
+      ASSERT_EQ(0, std::memcmp(alone.data(), out.data() + i * q_dim, alone.size() * sizeof(float)))
+          << "row " << together[i] << " of " << together.size();
     }
   }
 }
