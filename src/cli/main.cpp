@@ -7,6 +7,7 @@
 #include "cli/command.h"
 #include "cli/model_session.h"
 #include "core/error.h"
+#include "kernels/matmul.h"
 
 namespace tps::cli {
 
@@ -39,6 +40,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   try {
+    // The environment's choices (TPS_ISA, TPS_FLOAT_MATH), checked here, where a bad one
+    // is a one-line error, not later on a worker thread.
+    (void)tps::active_isa();
+    (void)tps::active_float_math();
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
   } catch (const QuietExit& e) {

@@ -1,5 +1,7 @@
 #include "engine/logit_check.h"
 
+#include "kernels/matmul.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -96,6 +98,8 @@ LogitsComparison compare_with_golden(Model& model, const GoldenLogits& golden, i
 
 LogitsTolerance default_tolerance(const Model& model) {
   LogitsTolerance t{0.002, 0.95};
+  // FloatMath::kBf16 rounds float weights and their activations to bf16: BF16's tolerance.
+  if (active_float_math() == FloatMath::kBf16) t = {0.02, 0.80};
   for (const GgufTensor& tensor : model.gguf().tensors()) {
     if (tensor.type == GgmlType::kF32) continue;
     if (tensor.type == GgmlType::kF16) {

@@ -19,10 +19,11 @@ namespace {
 // for (amx_status): the check takes tens of milliseconds.
 struct Support {
   bool flags[kIsaCount];
-  bool gfni;
+  bool gfni, avx512_bf16;
   Support() {
     const CpuFeatures f = read_cpu_features();
     gfni = f.gfni;
+    avx512_bf16 = f.avx512bf16;
     for (int i = 0; i < kIsaCount; ++i) flags[i] = isa_runs_on(static_cast<Isa>(i), f);
   }
 };
@@ -69,6 +70,28 @@ std::atomic<int>& active_slot() {
   return slot;
 }
 
+bool float_math_runs(FloatMath m) {
+  return m == FloatMath::kF32 || (cpu_has_avx512_bf16() && active_isa() >= Isa::kAvx512);
+}
+
+FloatMath initial_float_math() {
+  FloatMath m = FloatMath::kF32;
+  if (const char* env = std::getenv("TPS_FLOAT_MATH"); env != nullptr && *env != '\0') {
+    std::string v = env;
+    if (v == "bf16") m = FloatMath::kBf16;
+    else if (v != "f32") fail("TPS_FLOAT_MATH={} is not one of f32, bf16", v);
+  }
+  if (!float_math_runs(m))
+    fail("TPS_FLOAT_MATH=bf16 needs a CPU with AVX512-BF16 and the AVX-512 kernels (this one: {}, {})",
+         cpu_has_avx512_bf16() ? "AVX512-BF16" : "no AVX512-BF16", isa_name(active_isa()));
+  return m;
+}
+
+std::atomic<int>& float_math_slot() {
+  static std::atomic<int> slot{static_cast<int>(initial_float_math())};
+  return slot;
+}
+
 }  // namespace
 
 const char* isa_name(Isa isa) {
@@ -102,6 +125,17 @@ bool cpu_supports(Isa isa) {
 }
 
 bool cpu_has_gfni() { return support().gfni; }
+
+bool cpu_has_avx512_bf16() { return support().avx512_bf16 && support().flags[static_cast<int>(Isa::kAvx512)]; }
+
+const char* float_math_name(FloatMath m) { return m == FloatMath::kBf16 ? "bf16" : "f32"; }
+
+FloatMath active_float_math() { return static_cast<FloatMath>(float_math_slot().load(std::memory_order_relaxed)); }
+
+void set_float_math(FloatMath m) {
+  if (!float_math_runs(m)) fail("this CPU does not run the {} float math", float_math_name(m));
+  float_math_slot().store(static_cast<int>(m), std::memory_order_relaxed);
+}
 
 AmxStatus amx_status() {
   static const AmxStatus status = check_amx();

@@ -30,6 +30,7 @@ const IsaKernels* kernels_for(Isa isa) {
 }
 
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
+  if (!quantized_weights && isa >= Isa::kAvx512 && active_float_math() == FloatMath::kBf16) return "bf16";
   if (!quantized_weights || isa == Isa::kScalar) return "f32";
   return isa >= Isa::kAmx && tokens >= kAmxMinTokens ? "amx_int8" : "int8";
 }
@@ -216,17 +217,35 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   });
 }
 
-// Float weights: token groups interleaved once (InterleavedTokens), then 16-row panels
-// shared out as in matmul_panels: stretches that fit in L2 meet every group in turn,
-// two panels at a time (a stretch's two halves side by side: two memory streams); one
-// group of tokens needs no stretches. Unpacked weights are packed stretch by stretch.
+// Float weights: token groups interleaved once (InterleavedTokens, or Bf16PairTokens
+// under FloatMath::kBf16), then 16-row panels shared out as in matmul_panels: stretches
+// that fit in L2 meet every group in turn, two panels at a time (a stretch's two halves
+// side by side: two memory streams); one group of tokens needs no stretches. Unpacked
+// weights are packed stretch by stretch.
 void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                          ThreadPool& pool) {
   constexpr int64_t kGroup = InterleavedTokens::kFloatGroup;
   const WeightMatrix& w0 = panels.first();
-  const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup;
+  const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup, col_pairs = (cols + 1) / 2;
+  const bool bf16 = active_float_math() == FloatMath::kBf16 && k.float_panels_bf16 != nullptr;
   const float* xt = x;  // one token is its own interleaving
-  if (n_tokens > 1) {
+  const uint32_t* pairs = nullptr;
+  if (bf16) {
+    thread_local std::vector<uint32_t> pair_buffer;
+    uint32_t* out = scratch(pair_buffer, static_cast<size_t>(n_tokens * col_pairs));
+    pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t t0 = g * kGroup, n = std::min(kGroup, n_tokens - t0);
+        for (int64_t p = 0; p < col_pairs; ++p)
+          for (int64_t j = 0; j < n; ++j) {
+            const float* xj = x + (t0 + j) * cols + 2 * p;
+            const uint32_t high = 2 * p + 1 < cols ? f32_to_bf16(xj[1]) : 0;
+            out[t0 * col_pairs + p * n + j] = f32_to_bf16(xj[0]) | high << 16;
+          }
+      }
+    });
+    pairs = out;
+  } else if (n_tokens > 1) {
     thread_local std::vector<float> xt_buffer;
     float* out = scratch(xt_buffer, static_cast<size_t>(n_tokens * cols));
     pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
@@ -257,12 +276,19 @@ void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const fl
         const int64_t half = (g1 - g0) / 2;
         for (int64_t t0 = 0; t0 < n_tokens; t0 += kGroup) {
           const int64_t n = std::min(kGroup, n_tokens - t0);
-          const InterleavedTokens a{xt + t0 * cols, n, n, t0};
-          for (int64_t g = g0; g < g0 + half; ++g)
-            k.float_panels(p.w.type, panel(g), panel(g + half), cols, a, p.y, p.w.rows, g * kPanelRows,
-                           (g + half) * kPanelRows);
-          if ((g1 - g0) % 2 != 0)
-            k.float_panels(p.w.type, panel(g1 - 1), nullptr, cols, a, p.y, p.w.rows, (g1 - 1) * kPanelRows, 0);
+          // Panels g (and g2, or none) for this group of tokens, on rows from g * 16 (and g2 * 16).
+          auto run = [&](int64_t g, int64_t g2) {
+            const uint8_t* second = g2 >= 0 ? panel(g2) : nullptr;
+            const int64_t r2 = g2 >= 0 ? g2 * kPanelRows : 0;
+            if (bf16)
+              k.float_panels_bf16(p.w.type, panel(g), second, cols, {pairs + t0 * col_pairs, n, n, t0}, p.y, p.w.rows,
+                                  g * kPanelRows, r2);
+            else
+              k.float_panels(p.w.type, panel(g), second, cols, {xt + t0 * cols, n, n, t0}, p.y, p.w.rows,
+                             g * kPanelRows, r2);
+          };
+          for (int64_t g = g0; g < g0 + half; ++g) run(g, g + half);
+          if ((g1 - g0) % 2 != 0) run(g1 - 1, -1);
         }
       });
     }

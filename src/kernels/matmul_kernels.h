@@ -91,6 +91,14 @@ struct InterleavedTokens {
   int64_t stride, n, t0;
 };
 
+// The same group for FloatMath::kBf16 (matmul.h): token t0 + j's elements 2p and 2p + 1,
+// rounded to bf16, in the low and high halves of pairs[p * stride + j] (the high one 0
+// past an odd last column): the operand a tile broadcasts to vdpbf16ps.
+struct Bf16PairTokens {
+  const uint32_t* pairs;
+  int64_t stride, n, t0;
+};
+
 struct IsaKernels {
   // Quantizes one token's cols (a multiple of 32) activations into `out`, with the
   // zero sums for weights whose codes have the fixed zero point `zero_point`.
@@ -108,6 +116,10 @@ struct IsaKernels {
   // A compact panel of layout L (L.compact()) of `cols` columns at src into the wide
   // one `panels` reads (L.wide_panel_bytes(cols) bytes at dst).
   void (*widen_panel)(const PanelLayout& L, const uint8_t* src, int64_t cols, uint8_t* dst);
+  // float_panels under FloatMath::kBf16; nullptr in ISAs without it. Call it only where
+  // the CPU has AVX512-BF16 (cpu_has_avx512_bf16).
+  void (*float_panels_bf16)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
+                            const Bf16PairTokens& a, float* y, int64_t rows, int64_t r0, int64_t r1) = nullptr;
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.

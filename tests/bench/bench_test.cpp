@@ -157,11 +157,13 @@ class BenchCommand : public ::testing::Test {
     ThreadPool pool(2);
     SynthOptions o{*find_model_preset("stories260k"), *parse_weight_scheme("q8_0"), 1, ""};
     synthesize_model(o, model_path(), pool);
+    synthesize_model({*find_model_preset("stories260k"), *parse_weight_scheme("f16"), 1, ""}, f16_model_path(), pool);
     std::ofstream(profile_path()) << profile_to_json(test_profile()).dump();
   }
   static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static std::string model_path() { return (dir_ / "tiny.gguf").string(); }
+  static std::string f16_model_path() { return (dir_ / "tiny-f16.gguf").string(); }
   static std::string profile_path() { return (dir_ / "profile.json").string(); }
 
   // Runs `tps bench` on the tiny model (with environment assignments `env`); returns the
@@ -196,6 +198,33 @@ TEST_F(BenchCommand, RowsNameTheKernelsThatRan) {
   for (const auto& r : nlohmann::json::parse(out)["results"]) EXPECT_EQ(r["kernels"], isa_name(active_isa()));
   ASSERT_EQ(bench(kSmall, &out), 0);
   EXPECT_NE(out.find(std::string("kernels: ") + isa_name(active_isa())), std::string::npos) << out;
+}
+
+// The opt-in bf16 float math (TPS_FLOAT_MATH=bf16) names its path on a float model's
+// rows, where the CPU runs it; elsewhere it is a one-line error. An unknown choice is one.
+TEST_F(BenchCommand, RowsNameTheBf16FloatMathWhereItRuns) {
+  const std::string err = (dir_ / "err.txt").string();
+  const std::string run = std::string(TPS_BINARY) + " bench -m " + f16_model_path() + " --profile " + profile_path() +
+                          " " + kSmall + " -o json >" + (dir_ / "out.txt").string() + " 2>" + err;
+  auto read = [](const std::string& path) {
+    std::stringstream text;
+    text << std::ifstream(path).rdbuf();
+    return text.str();
+  };
+  const int status = WEXITSTATUS(std::system(("TPS_FLOAT_MATH=bf16 " + run).c_str()));
+  if (cpu_has_avx512_bf16()) {
+    ASSERT_EQ(status, 0) << read(err);
+    for (const auto& r : nlohmann::json::parse(read((dir_ / "out.txt").string()))["results"])
+      EXPECT_EQ(r["compute_path"], "bf16") << r.dump();
+  } else {
+    EXPECT_EQ(status, 2);
+    EXPECT_NE(read(err).find("TPS_FLOAT_MATH=bf16 needs a CPU with AVX512-BF16"), std::string::npos) << read(err);
+  }
+  ASSERT_EQ(WEXITSTATUS(std::system(run.c_str())), 0) << read(err);
+  for (const auto& r : nlohmann::json::parse(read((dir_ / "out.txt").string()))["results"])
+    EXPECT_EQ(r["compute_path"], "f32") << r.dump();
+  EXPECT_EQ(WEXITSTATUS(std::system(("TPS_FLOAT_MATH=f64 " + run).c_str())), 2);
+  EXPECT_NE(read(err).find("TPS_FLOAT_MATH=f64 is not one of f32, bf16"), std::string::npos) << read(err);
 }
 
 TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {

@@ -8,6 +8,7 @@
 
 #include "engine/logit_check.h"
 #include "kernels/matmul.h"
+#include "support/scoped_float_math.h"
 #include "support/scoped_isa.h"
 #include "test_fixtures.h"
 
@@ -19,9 +20,12 @@ struct GoldenCase {
   std::string golden;  // path of the reference dump
   std::string model;   // path of the GGUF it came from
   Isa isa;
+  FloatMath math = FloatMath::kF32;
 };
 
-void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.golden << " on " << isa_name(c.isa); }
+void PrintTo(const GoldenCase& c, std::ostream* os) {
+  *os << c.golden << " on " << isa_name(c.isa) << ", " << float_math_name(c.math) << " float math";
+}
 
 std::vector<GoldenCase> golden_cases() {
   std::vector<GoldenCase> cases;
@@ -39,12 +43,15 @@ std::vector<GoldenCase> golden_cases() {
     if (model.empty()) continue;
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx})
       if (cpu_supports(isa)) cases.push_back({f, model, isa});
+    // The opt-in bf16 float math, within its own tolerance.
+    if (cpu_has_avx512_bf16()) cases.push_back({f, model, Isa::kAvx512, FloatMath::kBf16});
   }
   return cases;
 }
 
 std::string case_name(const ::testing::TestParamInfo<GoldenCase>& info) {
   std::string name = std::filesystem::path(info.param.golden).stem().string() + "_" + isa_name(info.param.isa);
+  if (info.param.math != FloatMath::kF32) name += std::string("_") + float_math_name(info.param.math);
   std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(static_cast<unsigned char>(c)); }, '_');
   return name;
 }
@@ -56,6 +63,7 @@ class GoldenLogitsTest : public ::testing::TestWithParam<GoldenCase> {};
 TEST_P(GoldenLogitsTest, WithinTolerance) {
   const GoldenCase& c = GetParam();
   test::ScopedIsa forced(c.isa);
+  test::ScopedFloatMath math(c.math);
   auto model = Model::load(c.model);
   // One thread: threading is covered by the forward tests.
   LogitsComparison result = compare_with_golden(*model, read_golden_logits(c.golden), 1);
