@@ -74,7 +74,9 @@ Estimator::Estimator(RooflineModel model, Hardware hw, Deployment dep, Efficienc
   if (dep_.tp > 1 && c.n_heads % dep_.tp != 0)
     fail("--tp {} does not divide the {} attention heads", dep_.tp, c.n_heads);
   // The weight format names the compute path a matmul runs on (quantized -> int8 ...).
-  weight_path_ = hw_.pick_path(find_weight_format(dep_.weight_type).compute_paths);
+  std::vector<std::string> paths = find_weight_format(dep_.weight_type).compute_paths;
+  if (!dep_.compute_path.empty()) paths.insert(paths.begin(), dep_.compute_path);  // what the engine ran, first
+  weight_path_ = hw_.pick_path(paths);
   // Attention math runs on 16-bit tensor units on GPUs, in f32 on CPUs.
   attn_path_ = hw_.kind == "gpu" ? hw_.pick_path({"f16", "bf16", "f32"}) : hw_.pick_path({"f32"});
 }

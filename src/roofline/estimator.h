@@ -40,6 +40,10 @@ struct Deployment {
   int tp = 1;                    // tensor-parallel degree
   double activation_bytes = 2;   // per value exchanged by the TP allreduce
   int64_t ubatch = 512;          // prompt tokens per forward pass during prefill
+  // The compute path the engine ran the matrices on, where known (a bench row's): it
+  // wins over the weight format's preference where the hardware has a peak for it
+  // (BF16 weights widened to f32 FMAs run at the f32 peak, not the bf16 one).
+  std::string compute_path;
 };
 Deployment make_deployment(const std::string& weight_type, const std::string& kv_type, int gpus, int tp);
 // Bits per weight of the matrices a forward pass reads, from the bytes of every tensor it

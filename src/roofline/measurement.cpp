@@ -19,6 +19,7 @@ Hardware HardwareSource::for_threads(int threads, const std::string& kernel_path
 Estimator estimator_for_row(const MeasuredRun& row, const Hardware& hw, const Efficiency& eff) {
   Deployment dep = make_deployment(row.weight_type, row.kv_type, 1, 1);
   dep.bits_per_weight = row.bits_per_weight;
+  dep.compute_path = row.compute_path;
   return Estimator(row.model, hw, dep, eff);
 }
 

@@ -75,6 +75,26 @@ TEST(Measurement, ReportsUtilizationAndBound) {
   EXPECT_GT(pp.mfu, pp.mbu);
 }
 
+// MFU is against the peak of the path the engine names for a row: BF16 weights widened
+// to f32 FMAs ran at the f32 peak, and under TPS_FLOAT_MATH=bf16 they run at the bf16 one.
+TEST(Measurement, UtilizationIsAgainstThePeakOfThePathThatRan) {
+  BenchResults r = load_bench_results(kLlamaCpp);
+  HardwareSource hs{r.profile, std::nullopt};
+  MeasuredRun pp = r.rows[0];
+  pp.weight_type = "bf16";
+  pp.compute_path = "";
+  EXPECT_EQ(analyze_row(pp, hs, Efficiency{}).compute_path, "bf16");  // the format's preference
+  pp.compute_path = "f32";
+  const RowAnalysis f32 = analyze_row(pp, hs, Efficiency{});
+  EXPECT_EQ(f32.compute_path, "f32");
+  pp.compute_path = "bf16";
+  const RowAnalysis bf16 = analyze_row(pp, hs, Efficiency{});
+  EXPECT_EQ(bf16.compute_path, "bf16");
+  EXPECT_NEAR(f32.mfu / bf16.mfu, bf16.peak_flops_per_s / f32.peak_flops_per_s, 1e-9);
+  pp.compute_path = "fp8";  // a path the probe did not measure: f32, which it always has
+  EXPECT_EQ(analyze_row(pp, hs, Efficiency{}).compute_path, "f32");
+}
+
 TEST(Measurement, ReadsTpsLoadResultsWithTheServedModel) {
   nlohmann::json j = read_results_json(TPS_SOURCE_DIR "/tests/roofline/data/load_results.json");
   ASSERT_TRUE(is_load_results(j));
