@@ -24,6 +24,7 @@ using testing::server_fixture;
 struct SameTokensCase {
   std::string model;  // fixture path
   Isa isa;
+  FloatMath math = FloatMath::kF32;
 };
 
 std::vector<SameTokensCase> same_tokens_cases() {
@@ -31,6 +32,11 @@ std::vector<SameTokensCase> same_tokens_cases() {
   for (const char* model : {testing::kStories, "models/synthetic/llama-gqa-q4_k.gguf"})
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx})
       if (cpu_supports(isa)) cases.push_back({model, isa});
+  // The opt-in bf16 float math on float models (F32, F16): its own numerics, as
+  // independent of the command and the batch as the default's.
+  if (cpu_has_avx512_bf16())
+    for (const char* model : {testing::kStories, "models/synthetic/llama-gqa-f16.gguf"})
+      cases.push_back({model, Isa::kAvx512, FloatMath::kBf16});
   return cases;
 }
 
@@ -72,6 +78,7 @@ TEST_P(SameTokens, ThroughRunServeAndABatchOfEight) {
   const SameTokensCase& c = GetParam();
   REQUIRE_MODEL(model, c.model);
   ScopedEnv isa("TPS_ISA", isa_name(c.isa));
+  ScopedEnv math("TPS_FLOAT_MATH", float_math_name(c.math));
   const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside";
   constexpr int kTokens = 24;
 
@@ -114,6 +121,7 @@ INSTANTIATE_TEST_SUITE_P(ModelsAndPaths, SameTokens, ::testing::ValuesIn(same_to
                          [](const auto& info) {
                            std::string name = std::filesystem::path(info.param.model).stem().string() + "_" +
                                               isa_name(info.param.isa);
+                           if (info.param.math != FloatMath::kF32) name += std::string("_") + float_math_name(info.param.math);
                            for (char& ch : name)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            return name;
