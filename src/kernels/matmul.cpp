@@ -230,30 +230,30 @@ void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const fl
   const bool bf16 = active_float_math() == FloatMath::kBf16 && k.float_panels_bf16 != nullptr;
   const float* xt = x;  // one token is its own interleaving
   const uint32_t* pairs = nullptr;
+  // fn(t0, n) for each group's first token and size, the groups shared among the threads.
+  auto for_each_group = [&](auto&& fn) {
+    pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
+      for (int64_t g = g0; g < g1; ++g) fn(g * kGroup, std::min(kGroup, n_tokens - g * kGroup));
+    });
+  };
   if (bf16) {
     thread_local std::vector<uint32_t> pair_buffer;
     uint32_t* out = scratch(pair_buffer, static_cast<size_t>(n_tokens * col_pairs));
-    pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t t0 = g * kGroup, n = std::min(kGroup, n_tokens - t0);
-        for (int64_t p = 0; p < col_pairs; ++p)
-          for (int64_t j = 0; j < n; ++j) {
-            const float* xj = x + (t0 + j) * cols + 2 * p;
-            const uint32_t high = 2 * p + 1 < cols ? f32_to_bf16(xj[1]) : 0;
-            out[t0 * col_pairs + p * n + j] = f32_to_bf16(xj[0]) | high << 16;
-          }
-      }
+    for_each_group([&](int64_t t0, int64_t n) {
+      for (int64_t p = 0; p < col_pairs; ++p)
+        for (int64_t j = 0; j < n; ++j) {
+          const float* xj = x + (t0 + j) * cols + 2 * p;
+          const uint32_t high = 2 * p + 1 < cols ? f32_to_bf16(xj[1]) : 0;
+          out[t0 * col_pairs + p * n + j] = f32_to_bf16(xj[0]) | high << 16;
+        }
     });
     pairs = out;
   } else if (n_tokens > 1) {
     thread_local std::vector<float> xt_buffer;
     float* out = scratch(xt_buffer, static_cast<size_t>(n_tokens * cols));
-    pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
-      for (int64_t g = g0; g < g1; ++g) {
-        const int64_t t0 = g * kGroup, n = std::min(kGroup, n_tokens - t0);
-        for (int64_t c = 0; c < cols; ++c)
-          for (int64_t j = 0; j < n; ++j) out[t0 * cols + c * n + j] = x[(t0 + j) * cols + c];
-      }
+    for_each_group([&](int64_t t0, int64_t n) {
+      for (int64_t c = 0; c < cols; ++c)
+        for (int64_t j = 0; j < n; ++j) out[t0 * cols + c * n + j] = x[(t0 + j) * cols + c];
     });
     xt = out;
   }

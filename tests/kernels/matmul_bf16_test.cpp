@@ -10,7 +10,6 @@
 #include "quant/quantize.h"
 
 #include "support/random_weights.h"
-#include "support/scoped_float_math.h"
 #include "support/scoped_isa.h"
 
 namespace tps {

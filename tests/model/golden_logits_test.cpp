@@ -8,7 +8,6 @@
 
 #include "engine/logit_check.h"
 #include "kernels/matmul.h"
-#include "support/scoped_float_math.h"
 #include "support/scoped_isa.h"
 #include "test_fixtures.h"
 

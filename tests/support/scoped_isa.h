@@ -1,21 +1,26 @@
-// Forces one instruction-set path for the life of the object and restores the previous
-// choice after, so tests can run every kernel path the CPU has.
+// Forces a process-wide kernel choice (the instruction-set path, the float math) for the
+// life of the object and restores the previous choice after, so tests can run every
+// kernel path the CPU has.
 #pragma once
 
 #include "kernels/matmul.h"
 
 namespace tps::test {
 
-class ScopedIsa {
+template <typename T, T (*kGet)(), void (*kSet)(T)>
+class ScopedChoice {
  public:
-  // The caller checks cpu_supports(isa) first (and skips the test when not).
-  explicit ScopedIsa(Isa isa) : saved_(active_isa()) { set_active_isa(isa); }
-  ~ScopedIsa() { set_active_isa(saved_); }
-  ScopedIsa(const ScopedIsa&) = delete;
-  ScopedIsa& operator=(const ScopedIsa&) = delete;
+  // The caller checks that the CPU runs `value` first (and skips the test when not).
+  explicit ScopedChoice(T value) : saved_(kGet()) { kSet(value); }
+  ~ScopedChoice() { kSet(saved_); }
+  ScopedChoice(const ScopedChoice&) = delete;
+  ScopedChoice& operator=(const ScopedChoice&) = delete;
 
  private:
-  Isa saved_;
+  T saved_;
 };
+
+using ScopedIsa = ScopedChoice<Isa, active_isa, set_active_isa>;
+using ScopedFloatMath = ScopedChoice<FloatMath, active_float_math, set_float_math>;
 
 }  // namespace tps::test
