@@ -48,8 +48,12 @@ void check_shape(const WeightMatrix& w) {
 // Weight bytes times tokens that a thread's range must cover before a second thread
 // pays off: below it, waking and joining the other thread costs more than it saves (a
 // region costs a few microseconds on two cores; stories260K's whole matrices are
-// 16-90 kB, and its decode ran 2.8x faster on one thread than on two).
+// 16-90 kB, and its decode ran 2.8x faster on one thread than on two). Weights that
+// stay in cache (PackedWeights::cache_resident) go faster per byte than ones read from
+// memory, so they need more: with 128 kB, stories260K's steps of 2-5 rows went
+// parallel and ran up to 1.4x slower on two threads than on one.
 constexpr int64_t kMinRangeWork = 128 * 1024;
+constexpr int64_t kMinRangeWorkInCache = 1024 * 1024;
 
 // fn(u0, u1, thread) over ranges of [0, total) 16-row panels of panel_bytes each, for
 // n_tokens tokens, that threads take guided, long ones first, as they become free; a
@@ -58,9 +62,11 @@ constexpr int64_t kMinRangeWork = 128 * 1024;
 // pairs, and a panel left over goes through a slower one-panel tile. A row's outputs
 // do not depend on the split.
 template <typename F>
-void for_panel_ranges(ThreadPool& pool, int64_t total, size_t panel_bytes, int64_t n_tokens, F&& fn) {
+void for_panel_ranges(ThreadPool& pool, const WeightMatrix& w, int64_t total, size_t panel_bytes, int64_t n_tokens,
+                      F&& fn) {
   const int64_t pair_work = std::max<int64_t>(1, 2 * static_cast<int64_t>(panel_bytes) * n_tokens);
-  const int64_t min_pairs = std::max<int64_t>(1, kMinRangeWork / pair_work);
+  const bool in_cache = w.packed != nullptr && w.packed->cache_resident();
+  const int64_t min_pairs = std::max<int64_t>(1, (in_cache ? kMinRangeWorkInCache : kMinRangeWork) / pair_work);
   pool.parallel_for_guided((total + 1) / 2, min_pairs, [&](int64_t p0, int64_t p1, int thread) {
     fn(2 * p0, std::min(total, 2 * p1), thread);
   });
@@ -181,7 +187,7 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   const size_t panel_size = layout.wide_panel_bytes(cols);
   // One chunk of tokens needs no stretches: a whole range then is one, which pairs span.
   const int64_t stretch = n_tokens > chunk ? stretch_panels(panel_size) : panels.total();
-  for_panel_ranges(pool, panels.total(), panel_size, n_tokens, [&](int64_t u0, int64_t u1, int) {
+  for_panel_ranges(pool, w0, panels.total(), panel_size, n_tokens, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer, stretch_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       const int64_t s1 = std::min(u1, s0 + stretch);
@@ -260,7 +266,7 @@ void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const fl
   const bool packed = w0.packed != nullptr;
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
   const int64_t stretch = n_tokens > kGroup || !packed ? stretch_panels(panel_bytes) : panels.total();
-  for_panel_ranges(pool, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+  for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
       panels.split(s0, std::min(u1, s0 + stretch), [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {

@@ -162,6 +162,11 @@ class PackedWeights {
   size_t panel_bytes() const { return panel_bytes_; }  // one panel of 16 rows, as stored
   const uint8_t* panel(int64_t g) const { return data_ + static_cast<size_t>(g) * panel_bytes_; }
   size_t bytes() const { return panel_bytes_ * static_cast<size_t>((rows_ + kPanelRows - 1) / kPanelRows); }
+  // Whether the matrix stays in the caches from step to step (a model whose weights all
+  // fit there): then its products cost compute, not memory reads, and a second thread
+  // pays off only for more work (matmul.cpp's for_panel_ranges). Set by the model.
+  bool cache_resident() const { return cache_resident_; }
+  void set_cache_resident(bool resident) { cache_resident_ = resident; }
 
  private:
   friend PackedWeights pack_weights_into(const WeightMatrix& w, uint8_t* memory, ThreadPool* pool);
@@ -172,6 +177,7 @@ class PackedWeights {
   int64_t rows_ = 0, cols_ = 0;
   const PanelLayout* layout_ = nullptr;  // nullptr: float panels
   size_t panel_bytes_ = 0;
+  bool cache_resident_ = false;
 };
 
 // Bytes of w's packed form.
