@@ -70,9 +70,7 @@ std::atomic<int>& active_slot() {
   return slot;
 }
 
-bool float_math_runs(FloatMath m) {
-  return m == FloatMath::kF32 || (cpu_has_avx512_bf16() && active_isa() >= Isa::kAvx512);
-}
+bool float_math_runs(FloatMath m) { return m == FloatMath::kF32 || cpu_has_avx512_bf16(); }
 
 FloatMath initial_float_math() {
   FloatMath m = FloatMath::kF32;
@@ -81,9 +79,11 @@ FloatMath initial_float_math() {
     if (v == "bf16") m = FloatMath::kBf16;
     else if (v != "f32") fail("TPS_FLOAT_MATH={} is not one of f32, bf16", v);
   }
-  if (!float_math_runs(m))
+  // A user's choice must be one the kernels take (set_float_math, for tests, needs only
+  // the CPU: kernels without a bf16 tile, under a lower TPS_ISA, use f32).
+  if (!float_math_runs(m) || (m == FloatMath::kBf16 && initial_isa() < Isa::kAvx512))
     fail("TPS_FLOAT_MATH=bf16 needs a CPU with AVX512-BF16 and the AVX-512 kernels (this one: {}, {})",
-         cpu_has_avx512_bf16() ? "AVX512-BF16" : "no AVX512-BF16", isa_name(active_isa()));
+         cpu_has_avx512_bf16() ? "AVX512-BF16" : "no AVX512-BF16", isa_name(initial_isa()));
   return m;
 }
 

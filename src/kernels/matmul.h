@@ -47,7 +47,8 @@ enum class FloatMath { kF32, kBf16 };
 const char* float_math_name(FloatMath m);
 FloatMath active_float_math();
 bool cpu_has_avx512_bf16();
-// Tests and comparisons; kBf16 must be supported by the CPU.
+// Tests and comparisons; kBf16 must be supported by the CPU. Under an ISA below AVX-512
+// float weights then still multiply in f32 (those kernels have no bf16 tiles).
 void set_float_math(FloatMath m);
 // Which of the probe's compute paths (roofline/probe.h) a matmul of `tokens` tokens
 // runs on with `isa`: "amx_int8" (tiles, enough tokens), "int8" (vpdpbusd or its AVX2

@@ -138,7 +138,8 @@ template <GgmlType kType, int P, int T>
   for (int64_t k = 0; k < cols; k += 2, xk += a.stride) {
     __m512bh w[P];
     for (int p = 0; p < P; ++p) {
-      __builtin_prefetch(panel[p] + k * kColBytes + kPrefetchBytes, 0, 3);
+      for (int64_t line = 0; line < 2 * kColBytes; line += 64)  // the two columns' lines
+        __builtin_prefetch(panel[p] + k * kColBytes + kPrefetchBytes + line, 0, 3);
       const uint8_t* column = panel[p] + k * kColBytes;
       w[p] = bf16_column_pair<kType>(column, k + 1 < cols ? column + kColBytes : nullptr);
     }

@@ -63,7 +63,8 @@ void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int
   // model's decode attention (stories260K: 4 items of 8-wide heads a layer) runs on the
   // calling thread: there a parallel region cost more than the work.
   constexpr int64_t kMinGrainWork = 64 * 1024;
-  const int64_t item_work = max_blocks * kv.block_tokens() * shape.head_dim * group * (rows / n_runs);
+  const int64_t run_rows = rows / std::max<int64_t>(1, n_runs);  // on average
+  const int64_t item_work = max_blocks * kv.block_tokens() * shape.head_dim * group * run_rows;
   const int64_t grain = std::max<int64_t>(1, kMinGrainWork / std::max<int64_t>(1, item_work));
   const int64_t items = n_runs * shape.n_kv_heads;
   pool.parallel_for_dynamic(items, grain, [&](int64_t begin, int64_t end, int thread) {

@@ -66,7 +66,11 @@ void check_matmul(Isa isa, GgmlType type, Shape s, ThreadPool& pool, bool packed
   EXPECT_LT(max_err, 6 * tol * rms) << isa_name(isa) << " " << type_name(type) << " packed " << packed;
 }
 
-class MatmulPaths : public testing::TestWithParam<std::tuple<Isa, GgmlType>> {};
+class MatmulPaths : public testing::TestWithParam<std::tuple<Isa, GgmlType>> {
+  // These check the exact float math, whatever TPS_FLOAT_MATH says; the bf16 one has
+  // its own tests (matmul_bf16_test.cpp).
+  test::ScopedFloatMath exact_{FloatMath::kF32};
+};
 
 TEST_P(MatmulPaths, MatchesReference) {
   auto [isa, type] = GetParam();

@@ -162,6 +162,12 @@ TEST_P(Attention, EachRowIsBitForBitItsOutputAlone) {
   }
 }
 
+// An empty batch is no work (attention is public: the benchmarks and tests call it).
+TEST(AttentionBatch, AnEmptyOneIsNoWork) {
+  const Sequences seqs(Case{8, 4, 8, 16});
+  EXPECT_TRUE(seqs.attend({}).empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllPaths, Attention,
     testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512),
