@@ -80,7 +80,10 @@ TEST_P(SameTokens, ThroughRunServeAndABatchOfEight) {
   ScopedEnv isa("TPS_ISA", isa_name(c.isa));
   ScopedEnv math("TPS_FLOAT_MATH", float_math_name(c.math));
   const std::string prompt = "Once upon a time, there was a little girl named Lily. She loved to play outside";
-  constexpr int kTokens = 24;
+  // Long enough that the 8 requests overlap however the handler threads are scheduled:
+  // a tiny model makes 24 tokens in about a millisecond, and under CI's load 8 such
+  // requests once took 101 steps, nearly one after another.
+  constexpr int kTokens = 96;
 
   const json run = testing::run_json(std::string(TPS_BINARY) + " run -m " + model + " -p '" + prompt + "' -n " +
                                      std::to_string(kTokens) + " --temp 0 --ignore-eos --json -t 1 2>/dev/null");
