@@ -155,36 +155,17 @@ template <GgmlType kType, int P, int T>
   }
 }
 
-// IsaKernels::float_panels_bf16: two panels at once up to kPairTokens tokens, as
-// float_panels_typed does.
-template <GgmlType kType>
-void bf16_panels_typed(const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const Bf16PairTokens& a, float* y,
-                       int64_t rows, int64_t r0, int64_t r1) {
-  constexpr int kTokens = FloatVec512::kPairTokens;
-  if (panel1 != nullptr && a.n <= kTokens) {
-    with_token_count<kTokens>(a.n, [&](auto tokens) {
-      bf16_panel_tile<kType, 2, decltype(tokens)::value>({panel0, panel1}, cols, a, 0, y, rows, {r0, r1});
-    });
-    return;
-  }
-  for (const auto& panel_row : {std::pair{panel0, r0}, std::pair{panel1, r1}}) {
-    const uint8_t* panel = panel_row.first;
-    const int64_t r = panel_row.second;
-    if (panel == nullptr) continue;
-    for (int64_t j = 0; j < a.n; j += kTokens)
-      with_token_count<kTokens>(std::min<int64_t>(kTokens, a.n - j), [&](auto tokens) {
-        bf16_panel_tile<kType, 1, decltype(tokens)::value>({panel}, cols, a, j, y, rows, {r});
-      });
-  }
-}
-
+// IsaKernels::float_panels_bf16: in the tiles float_panels takes.
 void bf16_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const Bf16PairTokens& a,
                  float* y, int64_t rows, int64_t r0, int64_t r1) {
-  switch (type) {
-    case GgmlType::kF32: return bf16_panels_typed<GgmlType::kF32>(panel0, panel1, cols, a, y, rows, r0, r1);
-    case GgmlType::kF16: return bf16_panels_typed<GgmlType::kF16>(panel0, panel1, cols, a, y, rows, r0, r1);
-    default: return bf16_panels_typed<GgmlType::kBF16>(panel0, panel1, cols, a, y, rows, r0, r1);
-  }
+  constexpr int kTokens = FloatVec512::kPairTokens;
+  with_float_type(type, [&](auto kType) {
+    float_tiles<kTokens, kTokens>(panel0, panel1, a, r0, r1,
+                                  [&](auto panels, auto tokens, const auto& p, int64_t j0, const auto& r) {
+                                    bf16_panel_tile<decltype(kType)::value, decltype(panels)::value,
+                                                    decltype(tokens)::value>(p, cols, a, j0, y, rows, r);
+                                  });
+  });
 }
 
 constexpr IsaKernels kKernels{quantize_activations, panels_for<VnniDot>, float_panels<FloatVec512>,

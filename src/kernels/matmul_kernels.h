@@ -223,38 +223,56 @@ void for_each_tile(const Q8Activations& a, int64_t t0, int64_t t1, F&& fn) {
   }
 }
 
-// IsaKernels::float_panels for one ISA's vector helpers V, which also say how many
-// tokens its tiles take: kPairTokens through two panels at once (decode: two memory
-// streams), kTileTokens through one.
-template <typename V, GgmlType kType>
-void float_panels_typed(const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const InterleavedTokens& a,
-                        float* y, int64_t rows, int64_t r0, int64_t r1) {
-  if (panel1 != nullptr && a.n <= V::kPairTokens) {
-    with_token_count<V::kPairTokens>(a.n, [&](auto tokens) {
-      float_panel_tile<V, kType, 2, decltype(tokens)::value>({panel0, panel1}, cols, a, 0, y, rows, {r0, r1});
+// The tokens of a group `a` (InterleavedTokens, Bf16PairTokens) through one or two
+// float panels in tiles, as IsaKernels::float_panels and float_panels_bf16 take them:
+// up to kPairTokens through both panels at once (decode: two memory streams), else
+// kTileTokens at a time through each. tile(panels, tokens, p, j0, r) runs one tile:
+// panels and tokens are std::integral_constants (P panels, T tokens), p the P panels,
+// j0 its first token, r their first rows.
+template <int kPairTokens, int kTileTokens, typename Tokens, typename Tile>
+void float_tiles(const uint8_t* panel0, const uint8_t* panel1, const Tokens& a, int64_t r0, int64_t r1, Tile&& tile) {
+  if (panel1 != nullptr && a.n <= kPairTokens) {
+    with_token_count<kPairTokens>(a.n, [&](auto tokens) {
+      const uint8_t* const both[2] = {panel0, panel1};
+      const int64_t rows[2] = {r0, r1};
+      tile(std::integral_constant<int, 2>{}, tokens, both, int64_t{0}, rows);
     });
     return;
   }
   for (const auto& panel_row : {std::pair{panel0, r0}, std::pair{panel1, r1}}) {
     // Not a structured binding: clang before 16 cannot capture one in the lambda.
-    const uint8_t* panel = panel_row.first;
-    const int64_t r = panel_row.second;
-    if (panel == nullptr) continue;
-    for (int64_t j = 0; j < a.n; j += V::kTileTokens)
-      with_token_count<V::kTileTokens>(std::min<int64_t>(V::kTileTokens, a.n - j), [&](auto tokens) {
-        float_panel_tile<V, kType, 1, decltype(tokens)::value>({panel}, cols, a, j, y, rows, {r});
+    const uint8_t* const one[1] = {panel_row.first};
+    const int64_t rows[1] = {panel_row.second};
+    if (one[0] == nullptr) continue;
+    for (int64_t j = 0; j < a.n; j += kTileTokens)
+      with_token_count<kTileTokens>(std::min<int64_t>(kTileTokens, a.n - j), [&](auto tokens) {
+        tile(std::integral_constant<int, 1>{}, tokens, one, j, rows);
       });
   }
 }
 
+// f(std::integral_constant<GgmlType, t>) for a float weight type t: F32, F16 or BF16.
+template <typename F>
+void with_float_type(GgmlType type, F&& f) {
+  switch (type) {
+    case GgmlType::kF32: return f(std::integral_constant<GgmlType, GgmlType::kF32>{});
+    case GgmlType::kF16: return f(std::integral_constant<GgmlType, GgmlType::kF16>{});
+    default: return f(std::integral_constant<GgmlType, GgmlType::kBF16>{});
+  }
+}
+
+// IsaKernels::float_panels for one ISA's vector helpers V, which also say how many
+// tokens its tiles take: kPairTokens through two panels at once, kTileTokens through one.
 template <typename V>
 void float_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols, const InterleavedTokens& a,
                   float* y, int64_t rows, int64_t r0, int64_t r1) {
-  switch (type) {
-    case GgmlType::kF32: return float_panels_typed<V, GgmlType::kF32>(panel0, panel1, cols, a, y, rows, r0, r1);
-    case GgmlType::kF16: return float_panels_typed<V, GgmlType::kF16>(panel0, panel1, cols, a, y, rows, r0, r1);
-    default: return float_panels_typed<V, GgmlType::kBF16>(panel0, panel1, cols, a, y, rows, r0, r1);
-  }
+  with_float_type(type, [&](auto kType) {
+    float_tiles<V::kPairTokens, V::kTileTokens>(
+        panel0, panel1, a, r0, r1, [&](auto panels, auto tokens, const auto& p, int64_t j0, const auto& r) {
+          float_panel_tile<V, decltype(kType)::value, decltype(panels)::value, decltype(tokens)::value>(p, cols, a, j0,
+                                                                                                        y, rows, r);
+        });
+  });
 }
 
 // nullptr when this build has no kernels for the ISA.
