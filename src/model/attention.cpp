@@ -24,11 +24,12 @@ int64_t key_blocks(const SequenceBlocks& seq, int64_t position, const KvCache& k
 
 // Consecutive batch rows of one sequence at consecutive positions (a prompt's chunk, a
 // verify step's drafts) are attended together, up to kRunRows at a time: the keys and
-// values all of them see are read once for all. Runs are [run_start[i], run_start[i + 1]).
+// values all of them see are read once for all. `starts`: run i is rows [starts[i],
+// starts[i + 1]).
 constexpr int64_t kRunRows = 16;
 
-std::vector<int64_t> row_runs(const ForwardBatch& batch) {
-  std::vector<int64_t> starts;
+void row_runs(const ForwardBatch& batch, std::vector<int64_t>& starts) {
+  starts.clear();
   const int64_t rows = static_cast<int64_t>(batch.size());
   for (int64_t r = 0; r < rows; ++r) {
     const bool continues = r > 0 && batch.sequence[r] == batch.sequence[r - 1] &&
@@ -36,7 +37,6 @@ std::vector<int64_t> row_runs(const ForwardBatch& batch) {
     if (!continues) starts.push_back(r);
   }
   starts.push_back(rows);
-  return starts;
 }
 
 }  // namespace
@@ -51,7 +51,10 @@ void attention(const float* q, const ForwardBatch& batch, const KvCache& kv, int
   for (int64_t r = 0; r < rows; ++r) max_blocks = std::max<int64_t>(max_blocks, batch.positions[r] / kv.block_tokens() + 1);
   const size_t per_thread = static_cast<size_t>(max_blocks);
   if (scratch.size() < per_thread * pool.size()) scratch.resize(per_thread * pool.size());
-  const std::vector<int64_t> runs = row_runs(batch);
+  thread_local std::vector<int64_t> run_buffer;  // no allocation per layer once warm
+  row_runs(batch, run_buffer);
+  // A local name: in the workers, run_buffer would be their own thread's.
+  const std::vector<int64_t>& runs = run_buffer;
   const int64_t n_runs = static_cast<int64_t>(runs.size()) - 1;
   // Work items are (run, KV head): the group's queries share each key and value read.
   // Their cost grows with the run's position, so threads take them as they come free,
