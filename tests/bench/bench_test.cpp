@@ -19,6 +19,7 @@
 #include "model/synth.h"
 #include "roofline/bench_results.h"
 #include "roofline/probe.h"
+#include "support/test_files.h"
 
 namespace tps {
 namespace {
@@ -203,28 +204,24 @@ TEST_F(BenchCommand, RowsNameTheKernelsThatRan) {
 // The opt-in bf16 float math (TPS_FLOAT_MATH=bf16) names its path on a float model's
 // rows, where the CPU runs it; elsewhere it is a one-line error. An unknown choice is one.
 TEST_F(BenchCommand, RowsNameTheBf16FloatMathWhereItRuns) {
-  const std::string err = (dir_ / "err.txt").string();
+  using test::read_text;
+  const std::string out = (dir_ / "out.txt").string(), err = (dir_ / "err.txt").string();
   const std::string run = std::string(TPS_BINARY) + " bench -m " + f16_model_path() + " --profile " + profile_path() +
-                          " " + kSmall + " -o json >" + (dir_ / "out.txt").string() + " 2>" + err;
-  auto read = [](const std::string& path) {
-    std::stringstream text;
-    text << std::ifstream(path).rdbuf();
-    return text.str();
-  };
+                          " " + kSmall + " -o json >" + out + " 2>" + err;
   const int status = WEXITSTATUS(std::system(("TPS_FLOAT_MATH=bf16 " + run).c_str()));
   if (cpu_has_avx512_bf16()) {
-    ASSERT_EQ(status, 0) << read(err);
-    for (const auto& r : nlohmann::json::parse(read((dir_ / "out.txt").string()))["results"])
+    ASSERT_EQ(status, 0) << read_text(err);
+    for (const auto& r : nlohmann::json::parse(read_text(out))["results"])
       EXPECT_EQ(r["compute_path"], "bf16") << r.dump();
   } else {
     EXPECT_EQ(status, 2);
-    EXPECT_NE(read(err).find("TPS_FLOAT_MATH=bf16 needs a CPU with AVX512-BF16"), std::string::npos) << read(err);
+    EXPECT_NE(read_text(err).find("TPS_FLOAT_MATH=bf16 needs a CPU with AVX512-BF16"), std::string::npos)
+        << read_text(err);
   }
-  ASSERT_EQ(WEXITSTATUS(std::system(run.c_str())), 0) << read(err);
-  for (const auto& r : nlohmann::json::parse(read((dir_ / "out.txt").string()))["results"])
-    EXPECT_EQ(r["compute_path"], "f32") << r.dump();
+  ASSERT_EQ(WEXITSTATUS(std::system(run.c_str())), 0) << read_text(err);
+  for (const auto& r : nlohmann::json::parse(read_text(out))["results"]) EXPECT_EQ(r["compute_path"], "f32") << r.dump();
   EXPECT_EQ(WEXITSTATUS(std::system(("TPS_FLOAT_MATH=f64 " + run).c_str())), 2);
-  EXPECT_NE(read(err).find("TPS_FLOAT_MATH=f64 is not one of f32, bf16"), std::string::npos) << read(err);
+  EXPECT_NE(read_text(err).find("TPS_FLOAT_MATH=f64 is not one of f32, bf16"), std::string::npos) << read_text(err);
 }
 
 TEST_F(BenchCommand, JsonFollowsTheBenchFormatAndSweeps) {
