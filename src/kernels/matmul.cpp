@@ -30,7 +30,8 @@ const IsaKernels* kernels_for(Isa isa) {
 }
 
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
-  if (!quantized_weights && isa >= Isa::kAvx512 && active_float_math() == FloatMath::kBf16) return "bf16";
+  if (!quantized_weights && active_float_math() == FloatMath::kBf16)
+    if (const IsaKernels* k = kernels_for(isa); k != nullptr && k->float_panels_bf16 != nullptr) return "bf16";
   if (!quantized_weights || isa == Isa::kScalar) return "f32";
   return isa >= Isa::kAmx && tokens >= kAmxMinTokens ? "amx_int8" : "int8";
 }
