@@ -1,3 +1,4 @@
+#include <cmath>
 #include <initializer_list>
 #include <vector>
 
@@ -20,6 +21,52 @@ const std::vector<int64_t>& tile_check_token_counts() {
   }();
   return counts;
 }
+
+namespace {
+
+// k's bf16 tiles against the bf16-rounded products summed in double, for every float
+// weight type: 1..16 tokens (one partial tile), then 2..5 whole tiles and a partial one,
+// and a block of 6 tiles before 5 and a partial one; 77 columns end in a half-empty pair
+// and a partial step. The sums are f32 chains over the pairs, whose rounding the bound
+// allows for.
+bool bf16_tiles_agree(const IsaKernels& k) {
+  if (k.float_panel_bf16_tiles == nullptr || !cpu_has_avx512_bf16()) return true;
+  constexpr int64_t kRows = 24, kCols = 77;
+  std::vector<int64_t> counts;
+  for (int64_t t = 1; t <= kPanelRows; ++t) counts.push_back(t);
+  for (int64_t tiles = 2; tiles <= 5; ++tiles) counts.push_back(tiles * kPanelRows + tiles);
+  counts.push_back(11 * kPanelRows + 15);
+  std::vector<float> wf(kRows * kCols), x(counts.back() * kCols), row(kCols);
+  for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;
+  auto bf16 = [](float v) { return static_cast<double>(bf16_to_f32(f32_to_bf16(v))); };
+  ThreadPool pool(1);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    const size_t rb = row_bytes(type, kCols);
+    std::vector<uint8_t> data(rb * kRows);
+    for (int64_t r = 0; r < kRows; ++r) quantize_row(type, &wf[r * kCols], &data[r * rb], kCols);
+    const WeightMatrix w{type, kRows, kCols, data.data(), rb};
+    for (int64_t tokens : counts) {
+      std::vector<float> got(kRows * tokens);
+      matmul_parts_with(&k, {{&w, got.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+      for (int64_t r = 0; r < kRows; ++r) {
+        dequantize_row(type, &data[r * rb], row.data(), kCols);
+        for (int64_t t = 0; t < tokens; ++t) {
+          double want = 0, size = 0;
+          for (int64_t c = 0; c < kCols; ++c) {
+            const double product = bf16(row[c]) * bf16(x[t * kCols + c]);
+            want += product;
+            size += std::fabs(product);
+          }
+          if (!(std::fabs(got[t * kRows + r] - want) <= 1e-5 * size)) return false;
+        }
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
 
 // Every weight type with integer panels, each through every tile shape the kernels
 // form (tile_check_token_counts), with packed panels and with panels packed on the fly;
@@ -50,7 +97,7 @@ bool agrees_with_avx512(const IsaKernels& k) {
       }
     }
   }
-  return true;
+  return bf16_tiles_agree(k);
 }
 
 }  // namespace tps

@@ -1,5 +1,5 @@
 #pragma once
-// A software model of the AMX tile instructions the integer kernels use. The model lets the AMX kernels (matmul_avx512_panels.inc over
+// A software model of the AMX tile instructions the kernels use. The model lets the AMX kernels (matmul_avx512_panels.inc over
 // HardwareTiles, matmul_amx.cpp) be checked bit for bit on any AVX-512 machine
 // (matmul_amx_emulated_avx512.cpp), and it faults where the hardware faults (#UD on a
 // tile shape the configuration does not allow), so a wrong shape fails a test here
@@ -25,12 +25,19 @@ struct EmulatedTiles {
   // tdpbsud: C[m][n] += sum over k of A[m][k] (int8) * B[k / 4][4 n + k % 4] (uint8).
   template <int C, int A, int B>
   static void dot_signed_unsigned() { dot_su(C, A, B); }
+  // tdpbf16ps: C[m][n] (f32) += A[m][2k] B[k][2n], then += A[m][2k + 1] B[k][2n + 1]
+  // (bf16 pairs), over k in order, each product added on its own with round to nearest
+  // even; bf16 subnormal inputs count as 0 and subnormal sums become 0 (Intel's
+  // pseudocode).
+  template <int C, int A, int B>
+  static void dot_bf16() { dot_bf16_pairs(C, A, B); }
 
  private:
   static void zero_tile(int t);
   static void load_tile(int t, const void* p, size_t stride);
   static void store_tile(int t, void* p, size_t stride);
   static void dot_su(int c, int a, int b);
+  static void dot_bf16_pairs(int c, int a, int b);
 };
 
 }  // namespace tps

@@ -1,7 +1,9 @@
+#include <cmath>
 #include <cstring>
 
 #include "core/error.h"
 #include "kernels/amx_tiles.h"
+#include "quant/quantize.h"
 
 namespace tps {
 
@@ -22,6 +24,19 @@ void check_tile(int t) {
   if (!state.configured) fail("AMX model: tile instruction without a tile configuration");
   if (t < 0 || t >= kTiles || state.config.rows[t] == 0 || state.config.colsb[t] == 0)
     fail("AMX model: tile {} is not configured", t);
+}
+
+// The shapes every tile product requires (else #UD): C is M x N 4-byte values, A is
+// M x K 4-byte groups, B is K/4 rows of N x 4 bytes.
+void check_product(const char* name, int c, int a, int b) {
+  check_tile(c);
+  check_tile(a);
+  check_tile(b);
+  const TileConfig& k = state.config;
+  if (c == a || c == b || a == b) fail("AMX model: {} needs three different tiles", name);
+  if (k.rows[c] != k.rows[a] || k.colsb[c] != k.colsb[b] || k.colsb[a] != 4 * k.rows[b] || k.colsb[a] % 4 != 0)
+    fail("AMX model: {} shapes C {}x{}, A {}x{}, B {}x{} do not fit", name, k.rows[c], k.colsb[c], k.rows[a],
+         k.colsb[a], k.rows[b], k.colsb[b]);
 }
 
 }  // namespace
@@ -60,22 +75,37 @@ void EmulatedTiles::store_tile(int t, void* p, size_t stride) {
 }
 
 void EmulatedTiles::dot_su(int c, int a, int b) {
-  check_tile(c);
-  check_tile(a);
-  check_tile(b);
+  check_product("tdpbsud", c, a, b);
   const TileConfig& k = state.config;
-  // The shapes tdpbsud requires (else #UD): C is M x N int32, A is M x K bytes, B is
-  // K/4 rows of N x 4 bytes.
-  if (c == a || c == b || a == b) fail("AMX model: tdpbsud needs three different tiles");
-  if (k.rows[c] != k.rows[a] || k.colsb[c] != k.colsb[b] || k.colsb[a] != 4 * k.rows[b] || k.colsb[a] % 4 != 0)
-    fail("AMX model: tdpbsud shapes C {}x{}, A {}x{}, B {}x{} do not fit", k.rows[c], k.colsb[c], k.rows[a],
-         k.colsb[a], k.rows[b], k.colsb[b]);
   for (int m = 0; m < k.rows[c]; ++m)
     for (int n = 0; n < k.colsb[c] / 4; ++n) {
       int32_t sum;
       std::memcpy(&sum, &state.data[c][m][4 * n], 4);
       for (int kk = 0; kk < k.colsb[a]; ++kk)
         sum += static_cast<int8_t>(state.data[a][m][kk]) * static_cast<int32_t>(state.data[b][kk / 4][4 * n + kk % 4]);
+      std::memcpy(&state.data[c][m][4 * n], &sum, 4);
+    }
+}
+
+void EmulatedTiles::dot_bf16_pairs(int c, int a, int b) {
+  check_product("tdpbf16ps", c, a, b);
+  const TileConfig& k = state.config;
+  auto bf16_at = [](const uint8_t* p) {  // a bf16 as f32; subnormals are 0
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    const float v = bf16_to_f32(h);
+    return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v;
+  };
+  for (int m = 0; m < k.rows[c]; ++m)
+    for (int n = 0; n < k.colsb[c] / 4; ++n) {
+      float sum;
+      std::memcpy(&sum, &state.data[c][m][4 * n], 4);
+      for (int kk = 0; kk < k.colsb[a] / 4; ++kk)
+        for (int half = 0; half < 2; ++half) {
+          // The product of two bf16 is exact in f32, so only the sum rounds.
+          sum += bf16_at(&state.data[a][m][4 * kk + 2 * half]) * bf16_at(&state.data[b][kk][4 * n + 2 * half]);
+          if (std::fpclassify(sum) == FP_SUBNORMAL) sum = std::copysign(0.0f, sum);
+        }
       std::memcpy(&state.data[c][m][4 * n], &sum, 4);
     }
 }

@@ -31,7 +31,8 @@ const IsaKernels* kernels_for(Isa isa) {
 
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
   if (!quantized_weights && active_float_math() == FloatMath::kBf16)
-    if (const IsaKernels* k = kernels_for(isa); k != nullptr && k->float_panels_bf16 != nullptr) return "bf16";
+    if (const IsaKernels* k = kernels_for(isa); k != nullptr && k->float_panels_bf16 != nullptr)
+      return k->float_panel_bf16_tiles != nullptr ? "amx_bf16" : "bf16";
   if (!quantized_weights || isa == Isa::kScalar) return "f32";
   return isa >= Isa::kAmx && tokens >= kAmxMinTokens ? "amx_int8" : "int8";
 }
@@ -224,17 +225,25 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   });
 }
 
+// Elements 2p and 2p + 1 of a row of `cols` floats rounded to bf16 (0 past the row):
+// the operand of the bf16 products, element 2p in the low half, or with odd_low 2p + 1.
+uint32_t bf16_pair(const float* row, int64_t cols, int64_t p, bool odd_low = false) {
+  const uint32_t even = 2 * p < cols ? f32_to_bf16(row[2 * p]) : 0;
+  const uint32_t odd = 2 * p + 1 < cols ? f32_to_bf16(row[2 * p + 1]) : 0;
+  return odd_low ? odd | even << 16 : even | odd << 16;
+}
+
 // Float weights: token groups interleaved once (InterleavedTokens, or Bf16PairTokens
 // under FloatMath::kBf16), then 16-row panels shared out as in matmul_panels: stretches
 // that fit in L2 meet every group in turn, two panels at a time (a stretch's two halves
 // side by side: two memory streams); one group of tokens needs no stretches. Unpacked
 // weights are packed stretch by stretch.
-void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
-                         ThreadPool& pool) {
+void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& panels, const float* x,
+                         int64_t n_tokens, ThreadPool& pool) {
   constexpr int64_t kGroup = InterleavedTokens::kFloatGroup;
   const WeightMatrix& w0 = panels.first();
   const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup, col_pairs = (cols + 1) / 2;
-  const bool bf16 = active_float_math() == FloatMath::kBf16 && k.float_panels_bf16 != nullptr;
+  const bool bf16 = math == FloatMath::kBf16 && k.float_panels_bf16 != nullptr;
   const float* xt = x;  // one token is its own interleaving
   const uint32_t* pairs = nullptr;
   // fn(t0, n) for each group's first token and size, the groups shared among the threads.
@@ -248,11 +257,7 @@ void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const fl
     uint32_t* out = scratch(pair_buffer, static_cast<size_t>(n_tokens * col_pairs));
     for_each_group([&](int64_t t0, int64_t n) {
       for (int64_t p = 0; p < col_pairs; ++p)
-        for (int64_t j = 0; j < n; ++j) {
-          const float* xj = x + (t0 + j) * cols + 2 * p;
-          const uint32_t high = 2 * p + 1 < cols ? f32_to_bf16(xj[1]) : 0;
-          out[t0 * col_pairs + p * n + j] = f32_to_bf16(xj[0]) | high << 16;
-        }
+        for (int64_t j = 0; j < n; ++j) out[t0 * col_pairs + p * n + j] = bf16_pair(x + (t0 + j) * cols, cols, p);
     });
     pairs = out;
   } else if (n_tokens > 1) {
@@ -302,6 +307,42 @@ void matmul_float_panels(const IsaKernels& k, const PartPanels& panels, const fl
   });
 }
 
+// FloatMath::kBf16 through bf16 tiles (AMX): every token's activations rounded and
+// paired once, token by token (Bf16TokenRows), then each thread's panels one at a time through all the
+// tokens (the kernel pairs a panel's columns once for every token). Unpacked weights
+// are packed panel by panel.
+void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
+                       ThreadPool& pool) {
+  const WeightMatrix& w0 = panels.first();
+  const int64_t cols = w0.cols, col_pairs = (cols + 1) / 2;
+  const int64_t stride = (col_pairs + Bf16TokenRows::kStepPairs - 1) / Bf16TokenRows::kStepPairs * Bf16TokenRows::kStepPairs;
+  thread_local std::vector<uint32_t> row_buffer;
+  uint32_t* pairs = scratch(row_buffer, static_cast<size_t>(n_tokens * stride));
+  pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      uint32_t* out = pairs + t * stride;
+      for (int64_t p = 0; p < stride; ++p) out[p] = bf16_pair(x + t * cols, cols, p, true);
+    }
+  });
+  const Bf16TokenRows a{pairs, stride, n_tokens};
+  const size_t panel_bytes = float_panel_bytes(w0.type, cols);
+  for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+    thread_local std::vector<uint8_t> panel_buffer, paired_buffer;
+    auto* paired = reinterpret_cast<uint32_t*>(panel_scratch(paired_buffer, static_cast<size_t>(stride) * 64));
+    panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; ++g) {
+        const uint8_t* panel = p.w.packed != nullptr ? p.w.packed->panel(g) : nullptr;
+        if (panel == nullptr) {
+          uint8_t* buf = panel_scratch(panel_buffer, panel_bytes);
+          pack_panel(p.w, g, buf);
+          panel = buf;
+        }
+        k.float_panel_bf16_tiles(p.w.type, panel, cols, a, paired, p.y, p.w.rows, g * kPanelRows);
+      }
+    });
+  });
+}
+
 // Parts can share a region when one kernel serves them all with the same activations.
 bool can_share_region(std::initializer_list<MatmulPart> parts) {
   const WeightMatrix& w0 = *parts.begin()->w;
@@ -321,19 +362,21 @@ void matmul_parts(std::initializer_list<MatmulPart> parts, const float* x, int64
 }
 
 void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens,
-                       ThreadPool& pool) {
+                       ThreadPool& pool, FloatMath math) {
   for (const MatmulPart& p : parts) check_shape(*p.w);
   if (n_tokens <= 0 || parts.size() == 0) return;
   if (k == nullptr || !can_share_region(parts)) {
     for (const MatmulPart& p : parts) {
       if (p.w->rows == 0) continue;
       if (k == nullptr) matmul_scalar(with_row_bytes(*p.w), x, n_tokens, p.y, pool);
-      else matmul_parts_with(k, {p}, x, n_tokens, pool);
+      else matmul_parts_with(k, {p}, x, n_tokens, pool, math);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
     matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);
+  } else if (math == FloatMath::kBf16 && k->float_panel_bf16_tiles != nullptr) {
+    matmul_bf16_tiles(*k, PartPanels(parts), x, n_tokens, pool);
   } else {
-    matmul_float_panels(*k, PartPanels(parts), x, n_tokens, pool);
+    matmul_float_panels(*k, math, PartPanels(parts), x, n_tokens, pool);
   }
 }
 

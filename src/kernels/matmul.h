@@ -40,9 +40,11 @@ void set_active_isa(Isa isa);
 // How float weights (F32, F16, BF16) multiply. kF32, the default: as stored, in f32
 // FMAs. kBf16, opt-in (TPS_FLOAT_MATH=bf16): weights and activations rounded to bf16
 // (8 mantissa bits; F16 keeps 11) and multiplied by AVX512-BF16's vdpbf16ps, at twice
-// the rate of f32 FMAs; its numerics differ, so it has its own golden tolerance. Either
-// way a token's result does not depend on the batch. kBf16 needs a CPU with AVX512-BF16
-// and the AVX-512 kernels.
+// the rate of f32 FMAs, or with the AMX kernels (TPS_ISA=amx) by tdpbf16ps tiles fed
+// pairs in the order that makes their sums vdpbf16ps's (by Intel's pseudocode; the
+// hardware's own check, agrees_with_avx512, allows f32 rounding). Its numerics differ
+// from kF32's, so it has its own golden tolerance. Either way a token's result does not
+// depend on the batch. kBf16 needs a CPU with AVX512-BF16 and the AVX-512 kernels.
 enum class FloatMath { kF32, kBf16 };
 const char* float_math_name(FloatMath m);
 FloatMath active_float_math();
@@ -52,8 +54,9 @@ bool cpu_has_avx512_bf16();
 void set_float_math(FloatMath m);
 // Which of the probe's compute paths (roofline/probe.h) a matmul of `tokens` tokens
 // runs on with `isa`: "amx_int8" (tiles, enough tokens), "int8" (vpdpbusd or its AVX2
-// form: activations quantized to 8 bits) for block-quantized weights, "bf16" for float
-// weights under FloatMath::kBf16, "f32" (FMA) for float weights and for the scalar path.
+// form: activations quantized to 8 bits) for block-quantized weights; for float weights
+// under FloatMath::kBf16 "amx_bf16" (tdpbf16ps, with TPS_ISA=amx) or "bf16"
+// (vdpbf16ps); "f32" (FMA) for float weights and for the scalar path.
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens);
 
 class PackedWeights;

@@ -83,6 +83,7 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 
 #include "kernels/matmul_avx512_panels.inc"
 #include "kernels/panel_widening.inc"
+#include "kernels/bf16_column_pair.inc"
 
 // The vector helpers float_panels (matmul_kernels.h) needs, 16 floats wide. Two panels
 // take 14 tokens: 28 accumulators, 2 weight vectors and a broadcast of 32 registers
@@ -95,36 +96,13 @@ struct FloatVec512 {
   static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }
   template <GgmlType kType>
   static Vec weights(const uint8_t* p) {
-    if constexpr (kType == GgmlType::kF32) {
-      return _mm512_loadu_ps(p);
-    } else if constexpr (kType == GgmlType::kF16) {
-      return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-    } else {  // BF16: the top half of an f32
-      __m256i h = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-    }
+    return float_weights16<kType>(p);
   }
   static void store(float* y, Vec v, int n) { _mm512_mask_storeu_ps(y, static_cast<__mmask16>((1u << n) - 1), v); }
 };
 
-// FloatMath::kBf16 (matmul.h): float-weight tiles with vdpbf16ps, which multiplies two
-// bf16 pairs per lane and adds both products to an f32 sum: 32 products an
-// instruction, twice an f32 FMA's 16. Only these functions use AVX512-BF16, so they
-// ask for it themselves and run only where the CPU has it (cpu_has_avx512_bf16).
-
-// Columns k and k + 1 (absent: zero) of a float panel, rounded to bf16 (nearest even)
-// and paired by row, vdpbf16ps's layout: row r's two weights in lane r.
-template <GgmlType kType>
-[[gnu::target("avx512bf16")]] inline __m512bh bf16_column_pair(const uint8_t* column, const uint8_t* next) {
-  static constexpr uint16_t kByRow[32] = {0, 16, 1, 17, 2,  18, 3,  19, 4,  20, 5,  21, 6,  22, 7,  23,
-                                          8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31};
-  const __m512 first = FloatVec512::weights<kType>(column);
-  const __m512 second = next != nullptr ? FloatVec512::weights<kType>(next) : _mm512_setzero_ps();
-  const __m512i both = reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(second, first));  // first in the low half
-  return reinterpret_cast<__m512bh>(_mm512_permutexvar_epi16(_mm512_loadu_si512(kByRow), both));
-}
-
-// float_panel_tile (matmul_kernels.h) in bf16: P panels, tokens j0 .. j0 + T - 1 of a.
+// float_panel_tile (matmul_kernels.h) in bf16, with vdpbf16ps (32 products an
+// instruction, twice an f32 FMA's 16): P panels, tokens j0 .. j0 + T - 1 of a.
 // Each row's sum is one chain over the column pairs in order whatever T and P are.
 template <GgmlType kType, int P, int T>
 [[gnu::target("avx512bf16")]] void bf16_panel_tile(const uint8_t* const (&panel)[P], int64_t cols,

@@ -99,6 +99,17 @@ struct Bf16PairTokens {
   int64_t stride, n, t0;
 };
 
+// All n tokens of a matmul for the bf16 tiles (IsaKernels::float_panel_bf16_tiles),
+// token by token: token t's elements 2p + 1 and 2p, rounded to bf16, in the low and
+// high halves of pairs[t * stride + p] (swapped: tdpbf16ps adds a pair's low product
+// first, vdpbf16ps its high one). stride is a multiple of kStepPairs (one tile
+// product's depth), and the pairs past the columns are 0.
+struct Bf16TokenRows {
+  static constexpr int64_t kStepPairs = 16;
+  const uint32_t* pairs;
+  int64_t stride, n;
+};
+
 struct IsaKernels {
   // Quantizes one token's cols (a multiple of 32) activations into `out`, with the
   // zero sums for weights whose codes have the fixed zero point `zero_point`.
@@ -120,6 +131,12 @@ struct IsaKernels {
   // the CPU has AVX512-BF16 (cpu_has_avx512_bf16).
   void (*float_panels_bf16)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
                             const Bf16PairTokens& a, float* y, int64_t rows, int64_t r0, int64_t r1) = nullptr;
+  // FloatMath::kBf16 through bf16 tiles (AMX-BF16), in kernels that have them (else
+  // nullptr, and float_panels_bf16 serves): every token of a through one 16-row panel
+  // of `cols` columns, into rows r0.. (up to 16, as far as `rows` goes). paired: 64-byte
+  // aligned room for the panel's paired columns, 64 bytes per pair of a.stride.
+  void (*float_panel_bf16_tiles)(GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
+                                 uint32_t* paired, float* y, int64_t rows, int64_t r0) = nullptr;
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.
@@ -292,8 +309,10 @@ const IsaKernels* isa_kernels_amx_emulated();
 
 // Whether kernels k give exactly the AVX-512 kernels' integer-path outputs for every
 // weight type with integer panels, through every tile shape the drivers form (needs
-// AVX-512). The AMX kernels were written against a model of the tiles (amx_tiles.h):
-// the dispatcher runs this on the hardware before it trusts them.
+// AVX-512), and, where k has bf16 tiles, the bf16-rounded products of every float
+// weight type through every tile shape (needs AVX512-BF16). The AMX kernels were
+// written against a model of the tiles (amx_tiles.h): the dispatcher runs this on the
+// hardware before it trusts them.
 bool agrees_with_avx512(const IsaKernels& k);
 // Token counts that make the drivers form every tile height, over compact and over
 // widened panels: what agrees_with_avx512 and the AMX tests run.
@@ -303,9 +322,11 @@ const std::vector<int64_t>& tile_check_token_counts();
 const IsaKernels* kernels_for(Isa isa);
 
 // matmul_parts() through the kernels k (nullptr: scalar) instead of those of the
-// active ISA: for tests of kernels the CPU cannot run as an ISA (the AMX model).
+// active ISA, and with float weights in `math` (which the CPU must run): for tests of
+// kernels the CPU cannot run as an ISA (the AMX model) and for checks that must not
+// change the process's choice.
 void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> parts, const float* x, int64_t n_tokens,
-                       ThreadPool& pool);
+                       ThreadPool& pool, FloatMath math = active_float_math());
 
 // The scalar reference of quantize_activations (SIMD versions must match it exactly).
 void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, const Q8Token& out);

@@ -11,6 +11,7 @@
 #include "kernels/amx_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
+#include "quant/quantize.h"
 #include "support/random_weights.h"
 
 namespace tps {
@@ -61,6 +62,126 @@ INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxPanels,
                            return std::string(std::get<0>(info.param) ? "hardware_" : "model_") +
                                   type_name(std::get<1>(info.param));
                          });
+
+// (on the hardware rather than the model, float weight type)
+class AmxBf16Tiles : public testing::TestWithParam<std::tuple<bool, GgmlType>> {
+ protected:
+  void SetUp() override {
+    const bool hardware = std::get<0>(GetParam());
+    if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+    if (hardware && (amx_status() == AmxStatus::kAbsent || amx_status() == AmxStatus::kNotGranted))
+      GTEST_SKIP() << "CPU lacks amx, or Linux did not grant its tile state";
+    if (hardware) {
+      EXPECT_NE(amx_status(), AmxStatus::kDisagrees) << "the self-check failed on this CPU";
+    }
+    amx_ = hardware ? isa_kernels_amx() : isa_kernels_amx_emulated();
+  }
+  const IsaKernels* amx_ = nullptr;
+};
+
+// y = W x with every weight and activation rounded to bf16 first, summed in double,
+// and the sum of the products' magnitudes (what f32 summation error scales with).
+void bf16_reference(const WeightMatrix& w, const std::vector<float>& x, int64_t tokens, std::vector<double>& y,
+                    std::vector<double>& size) {
+  auto bf16 = [](float v) { return static_cast<double>(bf16_to_f32(f32_to_bf16(v))); };
+  std::vector<float> row(static_cast<size_t>(w.cols));
+  y.assign(static_cast<size_t>(tokens * w.rows), 0.0);
+  size.assign(y.size(), 0.0);
+  for (int64_t r = 0; r < w.rows; ++r) {
+    dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
+    for (int64_t t = 0; t < tokens; ++t)
+      for (int64_t c = 0; c < w.cols; ++c) {
+        const double p = bf16(row[c]) * bf16(x[t * w.cols + c]);
+        y[t * w.rows + r] += p;
+        size[t * w.rows + r] += std::fabs(p);
+      }
+  }
+}
+
+// Exact bf16 products, summed in f32 chains: every output within the chain's rounding
+// of the exact sum, for partial panels (37 rows), a half-empty last pair and a partial
+// last step (255 columns), and every tile arrangement: a partial tile alone (1, 3),
+// whole tiles (16, 32), whole and partial (17, 33), a block of 6 tiles and more (97,
+// 200); packed weights and weights packed on the fly.
+TEST_P(AmxBf16Tiles, MatchTheBf16RoundedProducts) {
+  const IsaKernels* amx = amx_;
+  ThreadPool pool(2);
+  for (const auto& [rows, cols] : {std::pair<int64_t, int64_t>{37, 255}, {64, 96}}) {
+    const auto m = test::random_matrix(std::get<1>(GetParam()), rows, cols, 31, pool);
+    for (bool packed : {true, false}) {
+      WeightMatrix w = m->w;
+      if (!packed) w.packed = nullptr;
+      for (int64_t tokens : {1, 3, 16, 17, 32, 33, 97, 200}) {
+        const auto x = test::gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
+        std::vector<float> got(static_cast<size_t>(rows * tokens), NAN);
+        matmul_parts_with(amx, {{&w, got.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+        std::vector<double> want, size;
+        bf16_reference(w, x, tokens, want, size);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_LE(std::fabs(got[i] - want[i]), 1e-5 * size[i])
+              << rows << "x" << cols << ", packed " << packed << ", " << tokens << " tokens, output " << i;
+      }
+    }
+  }
+}
+
+// A token's outputs are bit for bit those it gets alone, whatever tiles carry it.
+TEST_P(AmxBf16Tiles, EachTokenGetsWhatItGetsAlone) {
+  const IsaKernels* amx = amx_;
+  ThreadPool pool(2);
+  const int64_t rows = 40, cols = 130, tokens = 115;
+  const auto m = test::random_matrix(std::get<1>(GetParam()), rows, cols, 33, pool);
+  const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 34);
+  std::vector<float> together(static_cast<size_t>(rows * tokens));
+  matmul_parts_with(amx, {{&m->w, together.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+  for (int64_t t = 0; t < tokens; t += 7) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    matmul_parts_with(amx, {{&m->w, alone.data()}}, x.data() + t * cols, 1, pool, FloatMath::kBf16);
+    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(together[t * rows + r], alone[r]) << "token " << t << " row " << r;
+  }
+}
+
+// The model of the tiles follows Intel's pseudocode, where tdpbf16ps adds a pair's
+// products in the other order than vdpbf16ps: fed swapped pairs, the tiles' sums are
+// the AVX-512 bf16 kernels' bit for bit (the hardware's tiles are held to the rounding
+// bound above, which any order meets).
+TEST(AmxBf16TilesModel, MatchTheAvx512Bf16KernelsBitForBit) {
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  ThreadPool pool(2);
+  for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
+    const int64_t rows = 40, cols = 511, tokens = 113;
+    const auto m = test::random_matrix(type, rows, cols, 35, pool);
+    const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 36);
+    std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
+    matmul_parts_with(isa_kernels_avx512(), {{&m->w, want.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+    matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, got.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << type_name(type) << ", output " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxBf16Tiles,
+                         testing::Combine(testing::Bool(),
+                                          testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "hardware_" : "model_") +
+                                  type_name(std::get<1>(info.param));
+                         });
+
+// The self-check fails bf16 tiles that drop a tile product: here the last step of
+// 16 pairs of the first tile of a block of 6 (93 tokens and more only).
+TEST(AmxCheck, CatchesBf16TilesWrongInOneTileArrangement) {
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  IsaKernels wrong = *isa_kernels_amx_emulated();
+  wrong.float_panel_bf16_tiles = [](GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
+                                    uint32_t* paired, float* y, int64_t rows, int64_t r0) {
+    isa_kernels_amx_emulated()->float_panel_bf16_tiles(type, panel, cols, a, paired, y, rows, r0);
+    if (a.n >= 6 * kPanelRows) y[r0] += 1.0f;
+  };
+  EXPECT_FALSE(agrees_with_avx512(wrong));
+  IsaKernels none = *isa_kernels_amx_emulated();
+  none.float_panel_bf16_tiles = nullptr;  // then float weights stay on float_panels_bf16
+  EXPECT_TRUE(agrees_with_avx512(none));
+}
 
 // The check the dispatcher runs before it trusts the AMX hardware passes the model's
 // kernels and fails kernels that compute something else.
@@ -119,6 +240,34 @@ TEST(AmxModel, DotsSignedActivationsWithUnsignedCodes) {
   EXPECT_EQ(out[0], -10 + 40 - 90 + 4 * 255);
   EXPECT_EQ(out[1], -1 + 2 - 3 + 4);
   EXPECT_EQ(out[2], 0);
+}
+
+// tdpbf16ps: per output, the pairs in order, each product added and rounded on its
+// own (so 1 + 2^-24 + 2^-24 stays 1, where one fused sum would give 1 + 2^-23), and
+// bf16 subnormals read as 0.
+TEST(AmxModel, DotsBf16PairsOneProductAtATime) {
+  TileConfig c;
+  c.palette_id = 1;
+  c.rows[0] = c.rows[2] = 1;
+  c.colsb[0] = 8;  // 2 outputs
+  c.colsb[2] = 8;  // 2 pairs of A
+  c.rows[4] = 2;   // 2 pairs of B per output
+  c.colsb[4] = 8;
+  EmulatedTiles::configure(c);
+  auto bf = [](float v) { return f32_to_bf16(v); };
+  const float tiny = std::ldexp(1.0f, -24);
+  const uint16_t a[4] = {bf(1.0f), bf(1.0f), bf(1.0f), bf(std::ldexp(1.0f, -130))};  // a subnormal last
+  // B row k: output 0's pair k, then output 1's pair k.
+  const uint16_t b[2][4] = {{bf(1.0f), bf(tiny), 0, 0}, {bf(tiny), bf(1.0f), 0, bf(std::ldexp(1.0f, 120))}};
+  float out[2] = {};
+  EmulatedTiles::zero<0>();
+  EmulatedTiles::load<2>(a, 8);
+  EmulatedTiles::load<4>(b, 8);
+  EmulatedTiles::dot_bf16<0, 2, 4>();
+  EmulatedTiles::store<0>(out, 8);
+  EmulatedTiles::release();
+  EXPECT_EQ(out[0], 1.0f) << "1 + 2^-24 + 2^-24, each rounded";
+  EXPECT_EQ(out[1], 0.0f) << "2^-130 (subnormal) x 2^120 counts as 0, not 2^-10";
 }
 
 // Where the hardware raises #UD, the model throws: a kernel whose tile shapes do not

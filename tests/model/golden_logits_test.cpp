@@ -42,8 +42,9 @@ std::vector<GoldenCase> golden_cases() {
     if (model.empty()) continue;
     for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx})
       if (cpu_supports(isa)) cases.push_back({f, model, isa});
-    // The opt-in bf16 float math, within its own tolerance.
-    if (cpu_has_avx512_bf16()) cases.push_back({f, model, Isa::kAvx512, FloatMath::kBf16});
+    // The opt-in bf16 float math, within its own tolerance: vdpbf16ps, and tdpbf16ps tiles.
+    for (Isa isa : {Isa::kAvx512, Isa::kAmx})
+      if (cpu_has_avx512_bf16() && cpu_supports(isa)) cases.push_back({f, model, isa, FloatMath::kBf16});
   }
   return cases;
 }
