@@ -105,6 +105,21 @@ TEST_P(FloatMathBf16, EachTokenGetsWhatItGetsAlone) {
 INSTANTIATE_TEST_SUITE_P(FloatTypes, FloatMathBf16, testing::Values(GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16),
                          [](const auto& info) { return std::string(type_name(info.param)); });
 
+// What tps bench names the float weights' path (its MFU's peak): each ISA's kind of
+// bf16 product in the mode, f32 out of it, and quantized weights' own paths.
+TEST(FloatMath, ComputePathNamesTheBf16Products) {
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  {
+    test::ScopedFloatMath math(FloatMath::kBf16);
+    EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), "amx_bf16");
+    EXPECT_STREQ(compute_path(Isa::kAvx512, false, 512), "bf16");
+    EXPECT_STREQ(compute_path(Isa::kAvx2, false, 512), "f32");  // no bf16 tiles there
+    EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), "amx_int8");
+  }
+  test::ScopedFloatMath math(FloatMath::kF32);
+  EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), "f32");
+}
+
 TEST(FloatMath, DefaultIsF32AndNamesAreStable) {
   EXPECT_STREQ(float_math_name(FloatMath::kF32), "f32");
   EXPECT_STREQ(float_math_name(FloatMath::kBf16), "bf16");
