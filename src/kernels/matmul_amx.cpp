@@ -6,7 +6,7 @@
 
 #include <utility>
 
-#include "kernels/amx_hardware_tiles.h"
+#include "core/amx_hardware_tiles.h"
 
 namespace tps {
 

@@ -1,7 +1,7 @@
 #pragma once
-// The AMX tile instructions the kernels use, on the hardware: the interface of
-// EmulatedTiles (amx_tiles.h). Only for code that runs where the CPU has AMX and Linux
-// granted the tile state (isa.cpp).
+// The AMX tile instructions the kernels and the probe use, on the hardware: the
+// interface of EmulatedTiles (kernels/amx_tiles.h). Only for code that runs where the
+// CPU has AMX and Linux granted the tile state (request_amx_tile_state).
 //
 // Plain inline asm instead of GCC 12's intrinsics: those paste tile numbers into the
 // text, and their tileloadd names no memory it reads, so the optimizer may drop or
