@@ -25,10 +25,11 @@ struct EmulatedTiles {
   // tdpbsud: C[m][n] += sum over k of A[m][k] (int8) * B[k / 4][4 n + k % 4] (uint8).
   template <int C, int A, int B>
   static void dot_signed_unsigned() { dot_su(C, A, B); }
-  // tdpbf16ps: C[m][n] (f32) += A[m][2k] B[k][2n], then += A[m][2k + 1] B[k][2n + 1]
-  // (bf16 pairs), over k in order, each product added on its own with round to nearest
-  // even; bf16 subnormal inputs count as 0 and subnormal sums become 0 (Intel's
-  // pseudocode).
+  // tdpbf16ps, as the SDM's pseudocode has it: per C[m][n] (f32), one sum from 0 of the
+  // even products A[m][2k] B[k][2n] and one of the odd ones A[m][2k + 1] B[k][2n + 1]
+  // (bf16 pairs), over k in order, each product added on its own; then C += even +
+  // odd. Every add rounds to nearest even; bf16 subnormal inputs count as 0 and
+  // subnormal sums become 0.
   template <int C, int A, int B>
   static void dot_bf16() { dot_bf16_pairs(C, A, B); }
 

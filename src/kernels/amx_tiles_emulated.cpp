@@ -96,16 +96,19 @@ void EmulatedTiles::dot_bf16_pairs(int c, int a, int b) {
     const float v = bf16_to_f32(h);
     return std::fpclassify(v) == FP_SUBNORMAL ? 0.0f : v;
   };
+  auto flush = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; };
   for (int m = 0; m < k.rows[c]; ++m)
     for (int n = 0; n < k.colsb[c] / 4; ++n) {
+      // The even and the odd products of the pairs in two sums from 0 (a product of two
+      // bf16 is exact in f32, so only the sums round), then their sum onto C.
+      float half_sums[2] = {0.0f, 0.0f};
+      for (int kk = 0; kk < k.colsb[a] / 4; ++kk)
+        for (int half = 0; half < 2; ++half)
+          half_sums[half] = flush(half_sums[half] + bf16_at(&state.data[a][m][4 * kk + 2 * half]) *
+                                                        bf16_at(&state.data[b][kk][4 * n + 2 * half]));
       float sum;
       std::memcpy(&sum, &state.data[c][m][4 * n], 4);
-      for (int kk = 0; kk < k.colsb[a] / 4; ++kk)
-        for (int half = 0; half < 2; ++half) {
-          // The product of two bf16 is exact in f32, so only the sum rounds.
-          sum += bf16_at(&state.data[a][m][4 * kk + 2 * half]) * bf16_at(&state.data[b][kk][4 * n + 2 * half]);
-          if (std::fpclassify(sum) == FP_SUBNORMAL) sum = std::copysign(0.0f, sum);
-        }
+      sum = flush(sum + flush(half_sums[0] + half_sums[1]));
       std::memcpy(&state.data[c][m][4 * n], &sum, 4);
     }
 }

@@ -225,12 +225,12 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   });
 }
 
-// Elements 2p and 2p + 1 of a row of `cols` floats rounded to bf16 (0 past the row):
-// the operand of the bf16 products, element 2p in the low half, or with odd_low 2p + 1.
-uint32_t bf16_pair(const float* row, int64_t cols, int64_t p, bool odd_low = false) {
-  const uint32_t even = 2 * p < cols ? f32_to_bf16(row[2 * p]) : 0;
-  const uint32_t odd = 2 * p + 1 < cols ? f32_to_bf16(row[2 * p + 1]) : 0;
-  return odd_low ? odd | even << 16 : even | odd << 16;
+// Elements 2p and 2p + 1 of a row of `cols` floats rounded to bf16, in the low and high
+// halves (0 past the row): the operand of the bf16 products.
+uint32_t bf16_pair(const float* row, int64_t cols, int64_t p) {
+  const uint32_t low = 2 * p < cols ? f32_to_bf16(row[2 * p]) : 0;
+  const uint32_t high = 2 * p + 1 < cols ? f32_to_bf16(row[2 * p + 1]) : 0;
+  return low | high << 16;
 }
 
 // Float weights: token groups interleaved once (InterleavedTokens, or Bf16PairTokens
@@ -321,7 +321,7 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) {
       uint32_t* out = pairs + t * stride;
-      for (int64_t p = 0; p < stride; ++p) out[p] = bf16_pair(x + t * cols, cols, p, true);
+      for (int64_t p = 0; p < stride; ++p) out[p] = bf16_pair(x + t * cols, cols, p);
     }
   });
   const Bf16TokenRows a{pairs, stride, n_tokens};

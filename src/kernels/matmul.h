@@ -40,10 +40,10 @@ void set_active_isa(Isa isa);
 // How float weights (F32, F16, BF16) multiply. kF32, the default: as stored, in f32
 // FMAs. kBf16, opt-in (TPS_FLOAT_MATH=bf16): weights and activations rounded to bf16
 // (8 mantissa bits; F16 keeps 11) and multiplied by AVX512-BF16's vdpbf16ps, at twice
-// the rate of f32 FMAs, or with the AMX kernels (TPS_ISA=amx) by tdpbf16ps tiles fed
-// pairs in the order that makes their sums vdpbf16ps's (by Intel's pseudocode; the
-// hardware's own check, agrees_with_avx512, allows f32 rounding). Its numerics differ
-// from kF32's, so it has its own golden tolerance. Either way a token's result does not
+// the rate of f32 FMAs, or with the AMX kernels (TPS_ISA=amx) by tdpbf16ps tiles: the
+// same products, summed in another order (per 32 columns, the even and the odd ones
+// apart), so the two paths may differ in the last bits. Its numerics differ from
+// kF32's, so it has its own golden tolerance. On either path a token's result does not
 // depend on the batch. kBf16 needs a CPU with AVX512-BF16 and the AVX-512 kernels.
 enum class FloatMath { kF32, kBf16 };
 const char* float_math_name(FloatMath m);

@@ -100,9 +100,8 @@ struct Bf16PairTokens {
 };
 
 // All n tokens of a matmul for the bf16 tiles (IsaKernels::float_panel_bf16_tiles),
-// token by token: token t's elements 2p + 1 and 2p, rounded to bf16, in the low and
-// high halves of pairs[t * stride + p] (swapped: tdpbf16ps adds a pair's low product
-// first, vdpbf16ps its high one). stride is a multiple of kStepPairs (one tile
+// token by token: token t's elements 2p and 2p + 1, rounded to bf16, in the low and
+// high halves of pairs[t * stride + p]. stride is a multiple of kStepPairs (one tile
 // product's depth), and the pairs past the columns are 0.
 struct Bf16TokenRows {
   static constexpr int64_t kStepPairs = 16;
