@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <vector>
 
 #include "core/error.h"
@@ -13,9 +14,29 @@
 
 namespace tps {
 
+namespace {
+
+// The AMX kernels as the dispatcher uses them: without their bf16 tiles where those
+// disagree with the bf16-rounded products on this CPU (checked once, where the CPU runs
+// AMX; the integer tiles have their own check, amx_status).
+const IsaKernels* checked_amx_kernels() {
+  static const IsaKernels* const kernels = []() -> const IsaKernels* {
+    const IsaKernels* amx = isa_kernels_amx();
+    if (amx == nullptr || !cpu_supports(Isa::kAmx) || bf16_tiles_agree(*amx)) return amx;
+    std::fprintf(stderr, "tps: warning: the AMX bf16 tiles disagree with the bf16-rounded products on this CPU; "
+                         "float weights use AVX512-BF16\n");
+    static IsaKernels without_bf16_tiles = *amx;
+    without_bf16_tiles.float_panel_bf16_tiles = nullptr;
+    return &without_bf16_tiles;
+  }();
+  return kernels;
+}
+
+}  // namespace
+
 const IsaKernels* kernels_for(Isa isa) {
   if (isa >= Isa::kAmx)
-    if (const IsaKernels* k = isa_kernels_amx()) return k;
+    if (const IsaKernels* k = checked_amx_kernels()) return k;
   if (isa >= Isa::kAvx512) {
     if (cpu_has_gfni())
       if (const IsaKernels* k = isa_kernels_avx512_gfni()) return k;

@@ -308,11 +308,13 @@ const IsaKernels* isa_kernels_amx_emulated();
 
 // Whether kernels k give exactly the AVX-512 kernels' integer-path outputs for every
 // weight type with integer panels, through every tile shape the drivers form (needs
-// AVX-512), and, where k has bf16 tiles, the bf16-rounded products of every float
-// weight type through every tile shape (needs AVX512-BF16). The AMX kernels were
-// written against a model of the tiles (amx_tiles.h): the dispatcher runs this on the
-// hardware before it trusts them.
+// AVX-512). The AMX kernels were written against a model of the tiles (amx_tiles.h):
+// the dispatcher runs this on the hardware before it trusts them.
 bool agrees_with_avx512(const IsaKernels& k);
+// Whether k's bf16 tiles (true where it has none) give the bf16-rounded products of
+// every float weight type through every tile arrangement, within the rounding of f32
+// sums (needs AVX512-BF16): the dispatcher's check before float weights take them.
+bool bf16_tiles_agree(const IsaKernels& k);
 // Token counts that make the drivers form every tile height, over compact and over
 // widened panels: what agrees_with_avx512 and the AMX tests run.
 const std::vector<int64_t>& tile_check_token_counts();

@@ -159,10 +159,11 @@ TEST(AmxCheck, CatchesBf16TilesWrongInOneTileArrangement) {
     isa_kernels_amx_emulated()->float_panel_bf16_tiles(type, panel, cols, a, paired, y, rows, r0);
     if (a.n >= 5 * kPanelRows) y[r0] += 1.0f;
   };
-  EXPECT_FALSE(agrees_with_avx512(wrong));
+  EXPECT_FALSE(bf16_tiles_agree(wrong));
+  EXPECT_TRUE(bf16_tiles_agree(*isa_kernels_amx_emulated()));
   IsaKernels none = *isa_kernels_amx_emulated();
   none.float_panel_bf16_tiles = nullptr;  // then float weights stay on float_panels_bf16
-  EXPECT_TRUE(agrees_with_avx512(none));
+  EXPECT_TRUE(bf16_tiles_agree(none));
 }
 
 // The check the dispatcher runs before it trusts the AMX hardware passes the model's
