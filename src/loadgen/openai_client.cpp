@@ -39,6 +39,25 @@ OpenAiClient::OpenAiClient(Endpoint endpoint)
 
 OpenAiClient::~OpenAiClient() = default;
 
+// httplib 0.11 reuses a kept-alive connection without checking that the server still
+// holds it open, and llama-server closes it after every stream though its response says
+// keep-alive: the next request then fails at once, before any byte of a response. Only
+// such a failure on a reused connection is tried once more, on a new one (httplib has
+// closed the dead one), as curl does; a server that fails a fresh connection fails the
+// request.
+bool OpenAiClient::send(httplib::Request& req, httplib::Response& res, httplib::Error& error) {
+  const bool reused = kept_alive_;
+  bool sent = http_->send(req, res, error);
+  const bool died_unanswered = !sent && res.status == -1 && (error == httplib::Error::Read || error == httplib::Error::Write);
+  if (reused && died_unanswered) {
+    res = httplib::Response();
+    error = httplib::Error::Success;
+    sent = http_->send(req, res, error);
+  }
+  kept_alive_ = sent && res.get_header_value("Connection") != "close";
+  return sent;
+}
+
 nlohmann::json OpenAiClient::request_body(const Prompt& prompt) const {
   nlohmann::json body = {{"stream", true},
                          {"max_tokens", prompt.output_tokens},
@@ -150,7 +169,7 @@ RequestRecord OpenAiClient::stream(const Prompt& prompt, double origin) {
   httplib::Response res;
   httplib::Error error = httplib::Error::Success;
   r.send_time = now_seconds() - origin;
-  bool sent = http_->send(req, res, error);
+  bool sent = send(req, res, error);
   r.end_time = now_seconds() - origin;
   r.http_status = status;
 
@@ -176,16 +195,26 @@ RequestRecord OpenAiClient::stream(const Prompt& prompt, double origin) {
 }
 
 std::optional<std::string> OpenAiClient::get(const std::string& path) {
-  auto res = http_->Get(path);
-  if (!res || res->status != 200) return std::nullopt;
-  return res->body;
+  httplib::Request req;
+  req.method = "GET";
+  req.path = path;
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!send(req, res, error) || res.status != 200) return std::nullopt;
+  return res.body;
 }
 
 std::optional<nlohmann::json> OpenAiClient::post_json(const std::string& path,
                                                       const nlohmann::json& body) {
-  auto res = http_->Post(path, body.dump(), "application/json");
-  if (!res || res->status != 200) return std::nullopt;
-  auto json = nlohmann::json::parse(res->body, nullptr, false);
+  httplib::Request req;
+  req.method = "POST";
+  req.path = path;
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!send(req, res, error) || res.status != 200) return std::nullopt;
+  auto json = nlohmann::json::parse(res.body, nullptr, false);
   if (json.is_discarded()) return std::nullopt;
   return json;
 }

@@ -12,6 +12,9 @@
 
 namespace httplib {
 class Client;
+struct Request;
+struct Response;
+enum class Error;
 }
 
 namespace tps::loadgen {
@@ -60,8 +63,12 @@ class OpenAiClient {
   const Endpoint& endpoint() const { return endpoint_; }
 
  private:
+  // http_->send, once more where a kept-alive connection turned out closed (below).
+  bool send(httplib::Request& req, httplib::Response& res, httplib::Error& error);
+
   Endpoint endpoint_;
   std::unique_ptr<httplib::Client> http_;
+  bool kept_alive_ = false;  // the last exchange left a connection open to reuse
 };
 
 // The first model the server lists at {api_base}/models, if any.

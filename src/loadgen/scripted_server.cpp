@@ -82,7 +82,7 @@ ScriptedServer::ScriptedServer(Script script, bool tokenize)
       }
       write("data: [DONE]\n\n");
       sink.done();
-      return true;
+      return !script.close_after;  // false: httplib closes the connection
     });
   };
   server_->Post("/v1/completions", complete);

@@ -30,6 +30,8 @@ struct ScriptedResponse {
   int status = 200;                // anything else answers a JSON error with this status
   std::vector<ScriptedEvent> events;
   bool drop = false;               // close the connection after the events, unfinished
+  bool close_after = false;        // close it after a finished stream, as llama-server
+                                   // does though its response says keep-alive
   bool per_event_usage = false;    // cumulative usage on every event (vLLM continuous usage)
   bool final_usage = true;         // a usage-only event before [DONE]
   int64_t prompt_tokens = 0;

@@ -187,6 +187,23 @@ TEST(LoadRunner, CountsHttpErrorsAndDroppedConnectionsAsFailures) {
   EXPECT_TRUE(result.stopped.empty());
 }
 
+// llama-server closes the connection after each stream though it says keep-alive; the
+// client's next request on it fails at once, unanswered. It is sent again on a new
+// connection: every request succeeds, each reaching the server once.
+TEST(LoadRunner, SendsAgainWhereAServerClosedAKeptAliveConnection) {
+  ScriptedServer server([](const nlohmann::json&, int64_t) {
+    ScriptedResponse r = known_schedule();
+    r.close_after = true;
+    return r;
+  });
+  RunSettings s = settings_for(server);
+  s.requests = 5;
+  RunResult result = run(s);
+  ASSERT_EQ(result.points[0].records.size(), 5u);
+  for (const auto& r : result.points[0].records) EXPECT_TRUE(r.ok) << r.error;
+  EXPECT_EQ(server.requests(), 5);
+}
+
 // Holds a request's answer until `count` requests have reached the server (or 10 s pass):
 // a load shape that keeps that many in flight lets it through, a weaker one cannot.
 void note_arrival(std::atomic<int64_t>& seen, int64_t index) {
