@@ -33,7 +33,7 @@ struct ServeArgs {
   int32_t max_seqs = 16;
   int64_t kv_blocks = 0;
   int64_t block_tokens = KvCache::kDefaultBlockTokens;
-  int32_t batch_tokens = 512;
+  int32_t batch_tokens = 256;  // ITL p99 half of 512's at 16 clients, same throughput (docs/serve.md)
   int32_t max_queue = 64;
   std::string chat_template;
   std::string log_file;

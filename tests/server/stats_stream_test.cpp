@@ -156,7 +156,7 @@ TEST(StatsStream, NumbersFollowARequestAndAddUpToItsUsage) {
   EXPECT_EQ((*idle)["output_tokens_total"], 0);
   EXPECT_TRUE((*idle)["batch_utilization"].is_null());
   EXPECT_GT((*idle)["kv_blocks_total"].get<int>(), 0);
-  EXPECT_EQ((*idle)["batch_tokens"], 512);
+  EXPECT_EQ((*idle)["batch_tokens"], 256);
   EXPECT_FALSE((*idle)["speculative"].get<bool>());
   EXPECT_TRUE((*idle)["spec_acceptance_rate"].is_null());
   EXPECT_TRUE((*idle)["profile_bandwidth_gbps"].is_null());
