@@ -371,6 +371,15 @@ std::string format_bench_report(const BenchReport& report, BenchFormat format) {
                      report.kernels, report.repetitions);
   out += "MBU: against the profile's sustained DRAM read; MBU run: against a plain read of the same weights timed "
          "between the repetitions\n";
+  double highest_mbu = 0;
+  for (const auto& r : report.rows) {
+    highest_mbu = std::max(highest_mbu, r.result.figures.mbu);
+    if (r.prefill) highest_mbu = std::max(highest_mbu, r.prefill->figures.mbu);
+  }
+  if (highest_mbu > 1.0)
+    out += "MBU above 100 %: this run read memory faster than the profile's sustained read, so the machine's "
+           "bandwidth has moved since it was probed (other tenants, or a quick probe); MBU run holds, and `tps probe` "
+           "measures the roofs again\n";
   for (const auto& r : report.rows)
     if (r.breakdown) out += breakdown_markdown(r);
   return out;

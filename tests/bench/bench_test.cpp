@@ -125,6 +125,22 @@ TEST(BenchFigures, AreTheRooflinesAgainstTheProbedRoofs) {
   EXPECT_NEAR(bound_of_row(measured_run(tg, model, 2, "int8", 20.0), hw).predicted_tokens_per_s, 30e9 / bytes, 1e-9);
 }
 
+// A row that read memory faster than the profile's sustained read (MBU over 1) gets a
+// note that the roofs are stale, in the markdown report; one at 0.9 does not.
+TEST(BenchReport, SaysWhenARunOutreadsTheProfile) {
+  BenchReport report;
+  report.model.config = *find_model_preset("tinyllama-1.1b");
+  BenchRow row;
+  row.test = "tg128";
+  row.bench_case = {BenchKind::kDecode, 0, 128, 1, 0, 1};
+  row.result.figures.mbu = 0.9;
+  report.rows.push_back(row);
+  const std::string note = "MBU above 100 %";
+  EXPECT_EQ(format_bench_report(report, BenchFormat::kMarkdown).find(note), std::string::npos);
+  report.rows[0].result.figures.mbu = 1.04;
+  EXPECT_NE(format_bench_report(report, BenchFormat::kMarkdown).find(note), std::string::npos);
+}
+
 // A profile the bench cached from an older probe (one whose int8 peak read low) is not
 // used: the next one in the cache is, or none.
 TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
