@@ -22,6 +22,24 @@ const std::vector<int64_t>& tile_check_token_counts() {
   return counts;
 }
 
+namespace {
+
+// The checks' operands: fixed values in [-2.1, 2.1] and [-2.5, 2.5], no two neighbours
+// alike, so a wrong block, pair or tile row shows.
+std::vector<float> check_weights(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
+  return v;
+}
+
+std::vector<float> check_activations(size_t n) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;
+  return v;
+}
+
+}  // namespace
+
 // k's bf16 tiles against the bf16-rounded products summed in double, for every float
 // weight type: 1..16 tokens (one partial tile), then 2..4 whole tiles and a partial one,
 // and a block of 5 tiles before 4 and a partial one; 77 columns end in a half-empty pair
@@ -34,9 +52,8 @@ bool bf16_tiles_agree(const IsaKernels& k) {
   for (int64_t t = 1; t <= kPanelRows; ++t) counts.push_back(t);
   for (int64_t tiles = 2; tiles <= 4; ++tiles) counts.push_back(tiles * kPanelRows + tiles);
   counts.push_back(9 * kPanelRows + 15);
-  std::vector<float> wf(kRows * kCols), x(counts.back() * kCols), row(kCols);
-  for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;
+  const std::vector<float> wf = check_weights(kRows * kCols), x = check_activations(counts.back() * kCols);
+  std::vector<float> row(kCols);
   auto bf16 = [](float v) { return static_cast<double>(bf16_to_f32(f32_to_bf16(v))); };
   ThreadPool pool(1);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
@@ -71,9 +88,7 @@ bool bf16_tiles_agree(const IsaKernels& k) {
 bool agrees_with_avx512(const IsaKernels& k) {
   constexpr int64_t kRows = 24, kCols = 256;
   const int64_t max_tokens = tile_check_token_counts().back();
-  std::vector<float> wf(kRows * kCols), x(max_tokens * kCols);
-  for (size_t i = 0; i < wf.size(); ++i) wf[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
-  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;
+  const std::vector<float> wf = check_weights(kRows * kCols), x = check_activations(max_tokens * kCols);
   ThreadPool pool(1);
   for (GgmlType type : kWeightTypes) {
     if (panel_layout(type) == nullptr) continue;
