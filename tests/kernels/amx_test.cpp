@@ -12,6 +12,7 @@
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 #include "quant/quantize.h"
+#include "support/bf16_reference.h"
 #include "support/random_weights.h"
 
 namespace tps {
@@ -79,25 +80,6 @@ class AmxBf16Tiles : public testing::TestWithParam<std::tuple<bool, GgmlType>> {
   const IsaKernels* amx_ = nullptr;
 };
 
-// y = W x with every weight and activation rounded to bf16 first, summed in double,
-// and the sum of the products' magnitudes (what f32 summation error scales with).
-void bf16_reference(const WeightMatrix& w, const std::vector<float>& x, int64_t tokens, std::vector<double>& y,
-                    std::vector<double>& size) {
-  auto bf16 = [](float v) { return static_cast<double>(bf16_to_f32(f32_to_bf16(v))); };
-  std::vector<float> row(static_cast<size_t>(w.cols));
-  y.assign(static_cast<size_t>(tokens * w.rows), 0.0);
-  size.assign(y.size(), 0.0);
-  for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
-    for (int64_t t = 0; t < tokens; ++t)
-      for (int64_t c = 0; c < w.cols; ++c) {
-        const double p = bf16(row[c]) * bf16(x[t * w.cols + c]);
-        y[t * w.rows + r] += p;
-        size[t * w.rows + r] += std::fabs(p);
-      }
-  }
-}
-
 // Exact bf16 products, summed in f32 chains: every output within the chain's rounding
 // of the exact sum, for partial panels (37 rows), a half-empty last pair and a partial
 // last step (255 columns), and every tile arrangement: a partial tile alone (1, 3),
@@ -115,10 +97,9 @@ TEST_P(AmxBf16Tiles, MatchTheBf16RoundedProducts) {
         const auto x = test::gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
         std::vector<float> got(static_cast<size_t>(rows * tokens), NAN);
         matmul_parts_with(amx, {{&w, got.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
-        std::vector<double> want, size;
-        bf16_reference(w, x, tokens, want, size);
-        for (size_t i = 0; i < want.size(); ++i)
-          ASSERT_LE(std::fabs(got[i] - want[i]), 1e-5 * size[i])
+        const test::Bf16Reference want = test::bf16_reference(w, x, tokens);
+        for (size_t i = 0; i < want.y.size(); ++i)
+          ASSERT_LE(std::fabs(got[i] - want.y[i]), 1e-5 * want.size[i])
               << rows << "x" << cols << ", packed " << packed << ", " << tokens << " tokens, output " << i;
       }
     }

@@ -9,6 +9,7 @@
 #include "kernels/matmul.h"
 #include "quant/quantize.h"
 
+#include "support/bf16_reference.h"
 #include "support/random_weights.h"
 #include "support/scoped_isa.h"
 
@@ -17,24 +18,6 @@ namespace {
 
 using test::gaussian;
 using test::random_matrix;
-
-float to_bf16(float v) { return bf16_to_f32(f32_to_bf16(v)); }
-
-// y = W x with every weight and activation rounded to bf16 first, summed in double.
-std::vector<double> bf16_reference(const WeightMatrix& w, const std::vector<float>& x, int64_t tokens) {
-  std::vector<float> row(static_cast<size_t>(w.cols));
-  std::vector<double> y(static_cast<size_t>(tokens * w.rows));
-  for (int64_t r = 0; r < w.rows; ++r) {
-    dequantize_row(w.type, w.data + r * w.row_bytes, row.data(), w.cols);
-    for (int64_t t = 0; t < tokens; ++t) {
-      double sum = 0;
-      for (int64_t c = 0; c < w.cols; ++c)
-        sum += static_cast<double>(to_bf16(row[c])) * to_bf16(x[t * w.cols + c]);
-      y[t * w.rows + r] = sum;
-    }
-  }
-  return y;
-}
 
 class FloatMathBf16 : public testing::TestWithParam<GgmlType> {
  protected:
@@ -55,7 +38,7 @@ TEST_P(FloatMathBf16, MatchesTheBf16RoundedReference) {
       const auto x = gaussian(static_cast<size_t>(tokens * cols), 22);
       std::vector<float> got(static_cast<size_t>(tokens * rows));
       matmul(m->w, x.data(), tokens, got.data(), pool);
-      const std::vector<double> want = bf16_reference(m->w, x, tokens);
+      const std::vector<double> want = test::bf16_reference(m->w, x, tokens).y;
       double num = 0, den = 0;
       for (size_t i = 0; i < want.size(); ++i) num += (got[i] - want[i]) * (got[i] - want[i]), den += want[i] * want[i];
       // Exact bf16 products, summed in f32: only the f32 sums round.
