@@ -194,14 +194,18 @@ RequestRecord OpenAiClient::stream(const Prompt& prompt, double origin) {
   return r;
 }
 
+std::optional<std::string> OpenAiClient::body_of(httplib::Request& req) {
+  httplib::Response res;
+  httplib::Error error = httplib::Error::Success;
+  if (!send(req, res, error) || res.status != 200) return std::nullopt;
+  return std::move(res.body);
+}
+
 std::optional<std::string> OpenAiClient::get(const std::string& path) {
   httplib::Request req;
   req.method = "GET";
   req.path = path;
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
-  if (!send(req, res, error) || res.status != 200) return std::nullopt;
-  return res.body;
+  return body_of(req);
 }
 
 std::optional<nlohmann::json> OpenAiClient::post_json(const std::string& path,
@@ -211,10 +215,9 @@ std::optional<nlohmann::json> OpenAiClient::post_json(const std::string& path,
   req.path = path;
   req.body = body.dump();
   req.set_header("Content-Type", "application/json");
-  httplib::Response res;
-  httplib::Error error = httplib::Error::Success;
-  if (!send(req, res, error) || res.status != 200) return std::nullopt;
-  auto json = nlohmann::json::parse(res.body, nullptr, false);
+  auto reply = body_of(req);
+  if (!reply) return std::nullopt;
+  auto json = nlohmann::json::parse(*reply, nullptr, false);
   if (json.is_discarded()) return std::nullopt;
   return json;
 }

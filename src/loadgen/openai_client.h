@@ -65,6 +65,8 @@ class OpenAiClient {
  private:
   // http_->send, once more where a kept-alive connection turned out closed (below).
   bool send(httplib::Request& req, httplib::Response& res, httplib::Error& error);
+  // The body of a 200 answer to req; nullopt for any other outcome.
+  std::optional<std::string> body_of(httplib::Request& req);
 
   Endpoint endpoint_;
   std::unique_ptr<httplib::Client> http_;
