@@ -30,8 +30,8 @@ struct HardwareTiles {
     asm volatile("tilestored %%tmm%c2, (%0,%1,1)" : : "r"(p), "r"(stride), "i"(D) : "memory");
   }
   template <int C, int A, int B>
-  static void dot_signed_unsigned() {
-    asm volatile("tdpbsud %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
+  static void dot_signed() {
+    asm volatile("tdpbssd %%tmm%c2, %%tmm%c1, %%tmm%c0" : : "i"(C), "i"(A), "i"(B));
   }
   template <int C, int A, int B>
   static void dot_bf16() {

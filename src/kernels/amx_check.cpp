@@ -9,14 +9,11 @@
 namespace tps {
 
 const std::vector<int64_t>& tile_check_token_counts() {
-  // A chunk's last token group has 1..16 tokens, and chunks of more than 4 tokens go to
-  // the tiles: 17..32 tokens form every tile height T once after a full group. Past one
-  // chunk (6 groups), compact panels are widened first, so 96 + 17..32 forms every
-  // height again over the wide layout.
+  // The int8 tiles take a matmul's tokens a group (Q8Activations::kGroup) at a time, the
+  // last one short: a full group and then 1..kGroup more form every tile height T.
   static const std::vector<int64_t> counts = [] {
     std::vector<int64_t> v;
-    for (int64_t base : {int64_t{0}, 6 * Q8Activations::kGroup})
-      for (int64_t t = 1; t <= Q8Activations::kGroup; ++t) v.push_back(base + Q8Activations::kGroup + t);
+    for (int64_t t = 1; t <= Q8Activations::kGroup; ++t) v.push_back(Q8Activations::kGroup + t);
     return v;
   }();
   return counts;
@@ -82,11 +79,12 @@ bool bf16_tiles_agree(const IsaKernels& k) {
 }
 
 // Every weight type with integer panels, each through every tile shape the kernels
-// form (tile_check_token_counts), with packed panels and with panels packed on the fly;
-// a panel and a half of rows, so pairs and a single panel both run. Small enough to
-// take tens of milliseconds on one thread.
+// form (tile_check_token_counts), with packed panels (compact where the type packs
+// them so) and with panels packed on the fly (wide); two panels and a half of rows, so
+// a pair of panels and a single one both run. Small enough to take tens of
+// milliseconds on one thread.
 bool agrees_with_avx512(const IsaKernels& k) {
-  constexpr int64_t kRows = 24, kCols = 256;
+  constexpr int64_t kRows = 40, kCols = 256;
   const int64_t max_tokens = tile_check_token_counts().back();
   const std::vector<float> wf = check_weights(kRows * kCols), x = check_activations(max_tokens * kCols);
   ThreadPool pool(1);

@@ -22,9 +22,10 @@ struct EmulatedTiles {
   static void load(const void* p, size_t stride) { load_tile(D, p, stride); }
   template <int D>
   static void store(void* p, size_t stride) { store_tile(D, p, stride); }
-  // tdpbsud: C[m][n] += sum over k of A[m][k] (int8) * B[k / 4][4 n + k % 4] (uint8).
+  // tdpbssd: C[m][n] += sum over k of A[m][k] * B[k / 4][4 n + k % 4], signed bytes
+  // both, into int32.
   template <int C, int A, int B>
-  static void dot_signed_unsigned() { dot_su(C, A, B); }
+  static void dot_signed() { dot_ss(C, A, B); }
   // tdpbf16ps, as the SDM's pseudocode has it: per C[m][n] (f32), one sum from 0 of the
   // even products A[m][2k] B[k][2n] and one of the odd ones A[m][2k + 1] B[k][2n + 1]
   // (bf16 pairs), over k in order, each product added on its own; then C += even +
@@ -37,7 +38,7 @@ struct EmulatedTiles {
   static void zero_tile(int t);
   static void load_tile(int t, const void* p, size_t stride);
   static void store_tile(int t, void* p, size_t stride);
-  static void dot_su(int c, int a, int b);
+  static void dot_ss(int c, int a, int b);
   static void dot_bf16_pairs(int c, int a, int b);
 };
 

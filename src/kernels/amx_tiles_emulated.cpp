@@ -74,15 +74,15 @@ void EmulatedTiles::store_tile(int t, void* p, size_t stride) {
     std::memcpy(static_cast<uint8_t*>(p) + r * stride, state.data[t][r], state.config.colsb[t]);
 }
 
-void EmulatedTiles::dot_su(int c, int a, int b) {
-  check_product("tdpbsud", c, a, b);
+void EmulatedTiles::dot_ss(int c, int a, int b) {
+  check_product("tdpbssd", c, a, b);
   const TileConfig& k = state.config;
   for (int m = 0; m < k.rows[c]; ++m)
     for (int n = 0; n < k.colsb[c] / 4; ++n) {
       int32_t sum;
       std::memcpy(&sum, &state.data[c][m][4 * n], 4);
       for (int kk = 0; kk < k.colsb[a]; ++kk)
-        sum += static_cast<int8_t>(state.data[a][m][kk]) * static_cast<int32_t>(state.data[b][kk / 4][4 * n + kk % 4]);
+        sum += static_cast<int8_t>(state.data[a][m][kk]) * static_cast<int8_t>(state.data[b][kk / 4][4 * n + kk % 4]);
       std::memcpy(&state.data[c][m][4 * n], &sum, 4);
     }
 }

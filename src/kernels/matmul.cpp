@@ -163,22 +163,12 @@ class PartPanels {
   int64_t total_ = 0;
 };
 
-void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens, ThreadPool& pool) {
-  const WeightMatrix& w0 = panels.first();
-  // Tokens in chunks that meet stretches of panels in turn (see below); unpacked
-  // weights are packed pair by pair here, once per call, so then all form one chunk.
-  const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
-  // Compact panels (packed_weights.h) go to the kernels as they are for one chunk of
-  // tokens: the kernels unpack their codes as they go, and the memory streams only
-  // the compact bytes. For more chunks, a stretch at a time is widened before its
-  // chunks (each panel once per call) and the kernels read it wide.
-  const PanelLayout& stored = *panel_layout(w0.type);
-  const bool widen = w0.packed != nullptr && stored.compact() && n_tokens > chunk;
-  PanelLayout wide = stored;
-  wide.stored_bits = 0;
-  const PanelLayout& layout = w0.packed != nullptr && !widen ? stored : wide;  // what the kernels read
+// Every token of x (n_tokens rows of cols) quantized for panels whose codes have the
+// zero point `zero_point`, into this thread's buffer (valid until its next call).
+Q8Activations quantize_tokens(const IsaKernels& k, const float* x, int64_t n_tokens, int64_t cols, int zero_point,
+                              ThreadPool& pool) {
   thread_local std::vector<uint8_t> act_buffer;
-  const int64_t cols = w0.cols, nb32 = cols / 32, nb16 = cols / 16;
+  const int64_t nb32 = cols / 32, nb16 = cols / 16;
   size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
   size_t sums = static_cast<size_t>(n_tokens * (nb32 * 3 + nb16));  // d, sum32, zero32, zero16
   static_assert(sizeof(float) == sizeof(int32_t));
@@ -191,11 +181,47 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   a.sum32 = a.d + n_tokens * nb32;
   a.zero32 = reinterpret_cast<int32_t*>(a.sum32 + n_tokens * nb32);
   a.zero16 = a.zero32 + n_tokens * nb32;
-  auto quantize_tokens = [&](int64_t t0, int64_t t1, int) {
-    for (int64_t t = t0; t < t1; ++t) k.quantize_activations(x + t * cols, cols, layout.offset, a.token(t));
+  auto quantize = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) k.quantize_activations(x + t * cols, cols, zero_point, a.token(t));
   };
-  if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize_tokens);
-  else quantize_tokens(0, n_tokens, 0);
+  if (n_tokens >= 8) pool.parallel_for(n_tokens, 4, quantize);
+  else quantize(0, n_tokens, 0);
+  return a;
+}
+
+// Panel g of part p as the kernels read it: packed, or packed here into slot 0 or 1 of
+// `buffer` (of the wide layout's panel_bytes each).
+const uint8_t* packed_panel(const PartPanels::Part& p, int64_t g, size_t slot, size_t panel_bytes,
+                            std::vector<uint8_t>& buffer) {
+  if (p.w.packed != nullptr) return p.w.packed->panel(g);
+  uint8_t* buf = panel_scratch(buffer, 2 * panel_bytes) + slot * panel_bytes;
+  pack_panel(p.w, g, buf);
+  return buf;
+}
+
+// The layout of w's panels as pack_panel writes them (unpacked weights' panels are
+// packed wide: kernels read them at once).
+PanelLayout wide_layout(const WeightMatrix& w) {
+  PanelLayout wide = *panel_layout(w.type);
+  wide.stored_bits = 0;
+  return wide;
+}
+
+void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens, ThreadPool& pool) {
+  const WeightMatrix& w0 = panels.first();
+  // Tokens in chunks that meet stretches of panels in turn (see below); unpacked
+  // weights are packed pair by pair here, once per call, so then all form one chunk.
+  const int64_t chunk = w0.packed != nullptr ? 6 * Q8Activations::kGroup : n_tokens;
+  // Compact panels (packed_weights.h) go to the kernels as they are for one chunk of
+  // tokens: the kernels unpack their codes as they go, and the memory streams only
+  // the compact bytes. For more chunks, a stretch at a time is widened before its
+  // chunks (each panel once per call) and the kernels read it wide.
+  const PanelLayout& stored = *panel_layout(w0.type);
+  const bool widen = w0.packed != nullptr && stored.compact() && n_tokens > chunk;
+  const PanelLayout wide = wide_layout(w0);
+  const PanelLayout& layout = w0.packed != nullptr && !widen ? stored : wide;  // what the kernels read
+  const int64_t cols = w0.cols;
+  const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
 
   // Threads take contiguous ranges of 16-row panels, long ones first, as they become
   // free (a fixed split loses the difference whenever other tenants of a shared
@@ -225,14 +251,8 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t t1 = std::min(n_tokens, t0 + chunk);
         panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-          // Panel g as the kernels read it: packed, widened, or packed here into slot 0
-          // or 1 of the buffer.
           auto panel = [&](int64_t g, size_t slot) -> const uint8_t* {
-            if (widen) return in_stretch(p, g);
-            if (p.w.packed != nullptr) return p.w.packed->panel(g);
-            uint8_t* buf = panel_scratch(panel_buffer, 2 * panel_size) + slot * panel_size;
-            pack_panel(p.w, g, buf);
-            return buf;
+            return widen ? in_stretch(p, g) : packed_panel(p, g, slot, panel_size, panel_buffer);
           };
           const int64_t half = (g1 - g0) / 2;
           for (int64_t g = g0; g < g0 + half; ++g)
@@ -243,6 +263,31 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
         });
       }
     }
+  });
+}
+
+// Integer weights through int8 tiles (AMX, IsaKernels::int8_panel_tiles): every token
+// quantized once, then each thread's panels two at a time through all the tokens (the
+// kernel unpacks a panel's codes into the tiles' layout once for every token), compact
+// panels as they are. Unpacked weights are packed pair by pair.
+void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
+                       ThreadPool& pool) {
+  const WeightMatrix& w0 = panels.first();
+  const PanelLayout wide = wide_layout(w0);
+  const PanelLayout& layout = w0.packed != nullptr ? *panel_layout(w0.type) : wide;
+  const int64_t cols = w0.cols;
+  const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
+  const size_t panel_bytes = wide.wide_panel_bytes(cols);
+  for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+    thread_local std::vector<uint8_t> panel_buffer, tile_buffer;
+    uint8_t* unpacked = panel_scratch(tile_buffer, 2 * int8_tile_bytes(cols));
+    panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+      for (int64_t g = g0; g < g1; g += 2) {
+        const uint8_t* second = g + 1 < g1 ? packed_panel(p, g + 1, 1, panel_bytes, panel_buffer) : nullptr;
+        k.int8_panel_tiles(packed_panel(p, g, 0, panel_bytes, panel_buffer), second, layout, a, unpacked, p.y,
+                           p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
+      }
+    });
   });
 }
 
@@ -393,7 +438,10 @@ void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> pa
       else matmul_parts_with(k, {p}, x, n_tokens, pool, math);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
-    matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);
+    if (k->int8_panel_tiles != nullptr && n_tokens >= kAmxMinTokens)
+      matmul_int8_tiles(*k, PartPanels(parts), x, n_tokens, pool);
+    else
+      matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);
   } else if (math == FloatMath::kBf16 && k->float_panel_bf16_tiles != nullptr) {
     matmul_bf16_tiles(*k, PartPanels(parts), x, n_tokens, pool);
   } else {

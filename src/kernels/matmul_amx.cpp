@@ -1,7 +1,7 @@
-// The AMX kernels: the AVX-512 one-panel tile with each block's dots for all its
-// tokens from one tdpbsud (TileDot), and float weights in bf16 through tdpbf16ps, over
-// the hardware's tile instructions. Compiled with AMX flags; only called when the CPU
-// has AMX and Linux has granted this process the tile state (isa.cpp).
+// The AMX kernels: integer weights of many tokens through int8 tiles (tdpbssd), float
+// weights in bf16 through tdpbf16ps, the rest on AVX-512, over the hardware's tile
+// instructions. Compiled with AMX flags; only called when the CPU has AMX and Linux has
+// granted this process the tile state (isa.cpp).
 #include "kernels/matmul_avx512_headers.h"
 
 #include <utility>
@@ -15,6 +15,8 @@ namespace {
 #include "kernels/matmul_avx512_panels.inc"
 #include "kernels/bf16_column_pair.inc"
 #include "kernels/matmul_amx_bf16.inc"
+#include "kernels/matmul_amx_int8.inc"
+#include "kernels/matmul_amx_kernels.inc"
 
 }  // namespace
 

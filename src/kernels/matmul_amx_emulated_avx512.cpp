@@ -13,6 +13,8 @@ namespace {
 #include "kernels/matmul_avx512_panels.inc"
 #include "kernels/bf16_column_pair.inc"
 #include "kernels/matmul_amx_bf16.inc"
+#include "kernels/matmul_amx_int8.inc"
+#include "kernels/matmul_amx_kernels.inc"
 
 }  // namespace
 

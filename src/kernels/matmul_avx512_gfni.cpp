@@ -13,6 +13,6 @@ namespace {
 
 }  // namespace
 
-const IsaKernels* isa_kernels_avx512_gfni() { return avx512_kernels_with<panels_for<VnniDot>>(); }
+const IsaKernels* isa_kernels_avx512_gfni() { return avx512_kernels_with_panels(); }
 
 }  // namespace tps

@@ -136,6 +136,14 @@ struct IsaKernels {
   // aligned room for the panel's paired columns, 64 bytes per pair of a.stride.
   void (*float_panel_bf16_tiles)(GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
                                  uint32_t* paired, float* y, int64_t rows, int64_t r0) = nullptr;
+  // Integer weights through int8 tiles (AMX), in kernels that have them (else nullptr,
+  // and `panels` serves): every token of a (at least kAmxMinTokens) through one or two
+  // 16-row panels (panel1 may be nullptr) of `layout`, into rows r0.. and r1..
+  // unpacked: 64-byte aligned room for two panels' blocks in tile layout,
+  // int8_tile_bytes(a.cols) each.
+  void (*int8_panel_tiles)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
+                           const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
+                           int64_t r1) = nullptr;
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.
@@ -299,9 +307,14 @@ const IsaKernels* isa_kernels_avx512();
 // dispatcher's AVX-512 choice where the CPU has GFNI.
 const IsaKernels* isa_kernels_avx512_gfni();
 const IsaKernels* isa_kernels_amx();
-// The AMX kernels take a chunk of at least this many tokens through tiles; fewer
+// The AMX kernels take a matmul of at least this many tokens through int8 tiles; fewer
 // (decode) stay on vpdpbusd, where one tile row per token would waste the tile unit.
 constexpr int64_t kAmxMinTokens = 5;
+// Bytes of IsaKernels::int8_panel_tiles's room per panel and column: a block of 16
+// columns unpacks to a 256-byte B tile and 128 bytes of scales (kBlock 32: 512 and 128
+// per 32 columns).
+constexpr int64_t kInt8TileBytesPerColumn = 24;
+constexpr size_t int8_tile_bytes(int64_t cols) { return static_cast<size_t>(kInt8TileBytesPerColumn * cols); }
 // The AMX kernels over the software model of the tiles (amx_tiles.h): needs AVX-512
 // only; for tests.
 const IsaKernels* isa_kernels_amx_emulated();
@@ -315,8 +328,8 @@ bool agrees_with_avx512(const IsaKernels& k);
 // every float weight type through every tile arrangement, within the rounding of f32
 // sums (needs AVX512-BF16): the dispatcher's check before float weights take them.
 bool bf16_tiles_agree(const IsaKernels& k);
-// Token counts that make the drivers form every tile height, over compact and over
-// widened panels: what agrees_with_avx512 and the AMX tests run.
+// Token counts that make the int8 tiles form every tile height: what
+// agrees_with_avx512 and the AMX tests run.
 const std::vector<int64_t>& tile_check_token_counts();
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).

@@ -36,10 +36,10 @@ double amx_loop(int64_t iterations) {
       T::dot_bf16<2, 5, 6>();
       T::dot_bf16<3, 5, 7>();
     } else {
-      T::dot_signed_unsigned<0, 4, 6>();
-      T::dot_signed_unsigned<1, 4, 7>();
-      T::dot_signed_unsigned<2, 5, 6>();
-      T::dot_signed_unsigned<3, 5, 7>();
+      T::dot_signed<0, 4, 6>();
+      T::dot_signed<1, 4, 7>();
+      T::dot_signed<2, 5, 6>();
+      T::dot_signed<3, 5, 7>();
     }
   }
   T::store<0>(out, 64);
@@ -52,7 +52,7 @@ double amx_loop(int64_t iterations) {
 std::vector<ComputeKernel> compute_kernels_amx() {
   if (!request_amx_tile_state()) return {};
   // One tile product: 16 x 16 outputs, each a dot of 64 int8 (or 32 bf16) pairs.
-  return {{"amx_int8", "amx tdpbsud", 4 * 16 * 16 * 64 * 2.0, amx_loop<false>},
+  return {{"amx_int8", "amx tdpbssd", 4 * 16 * 16 * 64 * 2.0, amx_loop<false>},
           {"amx_bf16", "amx tdpbf16ps", 4 * 16 * 16 * 32 * 2.0, amx_loop<true>}};
 }
 

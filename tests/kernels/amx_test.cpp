@@ -153,26 +153,28 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   EXPECT_TRUE(agrees_with_avx512(*isa_kernels_amx_emulated()));
   IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.panels = [](const uint8_t*, const uint8_t* panel1, const PanelLayout&, const Q8Activations&, int64_t t0,
-                    int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
+  wrong.int8_panel_tiles = [](const uint8_t*, const uint8_t* panel1, const PanelLayout&, const Q8Activations& a,
+                              uint8_t*, float* y, int64_t rows, int64_t r0, int64_t r1) {
     for (int64_t first : {r0, panel1 != nullptr ? r1 : r0})
-      for (int64_t t = t0; t < t1; ++t)
+      for (int64_t t = 0; t < a.n_tokens; ++t)
         for (int64_t r = first; r < std::min(rows, first + kPanelRows); ++r) y[t * rows + r] = 0.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
 
-// A kernel wrong in one tile shape of one type only: Q5_K over widened panels, in a
-// chunk that ends with a 7-token tile. The check once tried three types in two tile
-// heights, and a wrong Q5 shape crashed Sapphire Rapids after it passed.
+// A kernel wrong in one tile shape of one type only: compact Q5_K panels (packed
+// weights), one panel alone, in a matmul whose last token group has 7 tokens. The
+// check once tried three types in two tile heights, and a wrong Q5 shape crashed
+// Sapphire Rapids after it passed.
 TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
-  IsaKernels wrong = *isa_kernels_avx512();
-  wrong.panels = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout, const Q8Activations& a,
-                    int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
-    isa_kernels_avx512()->panels(panel0, panel1, layout, a, t0, t1, y, rows, r0, r1);
-    const bool wide_q5_k = layout.k_scales && layout.code_bits == 8 && !layout.compact();
-    if (wide_q5_k && t1 - t0 == Q8Activations::kGroup + 7) y[t0 * rows + r0] += 1.0f;
+  IsaKernels wrong = *isa_kernels_amx_emulated();
+  wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
+                              const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
+                              int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, unpacked, y, rows, r0, r1);
+    const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
+    if (compact_q5_k && panel1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
@@ -189,19 +191,19 @@ TileConfig product_config(int tokens, int k) {
   return c;
 }
 
-// One token's dot with one row: tdpbsud takes A as signed bytes and B as unsigned.
-TEST(AmxModel, DotsSignedActivationsWithUnsignedCodes) {
+// One token's dot with one row: tdpbssd takes A and B as signed bytes.
+TEST(AmxModel, DotsSignedActivationsWithSignedCodes) {
   EmulatedTiles::configure(product_config(1, 4));
   const int8_t a[4] = {-1, 2, -3, 4};
-  uint8_t b[64] = {10, 20, 30, 255, 1, 1, 1, 1};  // column 0, then column 1
+  int8_t b[64] = {10, 20, 30, -128, 1, 1, 1, 1};  // column 0, then column 1
   int32_t out[16] = {};
   EmulatedTiles::zero<0>();
   EmulatedTiles::load<2>(a, 4);
   EmulatedTiles::load<4>(b, 64);
-  EmulatedTiles::dot_signed_unsigned<0, 2, 4>();
+  EmulatedTiles::dot_signed<0, 2, 4>();
   EmulatedTiles::store<0>(out, 64);
   EmulatedTiles::release();
-  EXPECT_EQ(out[0], -10 + 40 - 90 + 4 * 255);
+  EXPECT_EQ(out[0], -10 + 40 - 90 - 4 * 128);
   EXPECT_EQ(out[1], -1 + 2 - 3 + 4);
   EXPECT_EQ(out[2], 0);
 }
@@ -241,19 +243,19 @@ TEST(AmxModel, DotsBf16EvenAndOddProductsApart) {
 TEST(AmxModel, FaultsWhereTheHardwareFaults) {
   const TileConfig c = product_config(8, 32);
   EmulatedTiles::configure(c);
-  EXPECT_NO_THROW((EmulatedTiles::dot_signed_unsigned<0, 2, 4>()));
+  EXPECT_NO_THROW((EmulatedTiles::dot_signed<0, 2, 4>()));
   EXPECT_THROW(EmulatedTiles::zero<1>(), Error) << "tile 1 is not configured";
-  EXPECT_THROW((EmulatedTiles::dot_signed_unsigned<0, 0, 4>()), Error) << "C and A are one tile";
+  EXPECT_THROW((EmulatedTiles::dot_signed<0, 0, 4>()), Error) << "C and A are one tile";
 
   TileConfig k_mismatch = c;
   k_mismatch.rows[4] = 4;  // B holds 16 bytes per column, A 32 per row
   EmulatedTiles::configure(k_mismatch);
-  EXPECT_THROW((EmulatedTiles::dot_signed_unsigned<0, 2, 4>()), Error);
+  EXPECT_THROW((EmulatedTiles::dot_signed<0, 2, 4>()), Error);
 
   TileConfig m_mismatch = c;
   m_mismatch.rows[2] = 7;  // A has 7 token rows, C 8
   EmulatedTiles::configure(m_mismatch);
-  EXPECT_THROW((EmulatedTiles::dot_signed_unsigned<0, 2, 4>()), Error);
+  EXPECT_THROW((EmulatedTiles::dot_signed<0, 2, 4>()), Error);
 
   TileConfig bad = c;
   bad.palette_id = 0;
