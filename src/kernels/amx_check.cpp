@@ -81,19 +81,21 @@ bool bf16_tiles_agree(const IsaKernels& k) {
 // Every weight type with integer panels, each through every tile shape the kernels
 // form (tile_check_token_counts), with packed panels (compact where the type packs
 // them so) and with panels packed on the fly (wide); two panels and a half of rows, so
-// a pair of panels and a single one both run. Small enough to take tens of
-// milliseconds on one thread.
+// a pair of panels and a single one both run; an odd number of blocks where the type
+// allows one (the int8 tiles alternate C tiles by block, so the last block falls on
+// either). Small enough to take tens of milliseconds on one thread.
 bool agrees_with_avx512(const IsaKernels& k) {
-  constexpr int64_t kRows = 40, kCols = 256;
+  constexpr int64_t kRows = 40, kMaxCols = 288;
   const int64_t max_tokens = tile_check_token_counts().back();
-  const std::vector<float> wf = check_weights(kRows * kCols), x = check_activations(max_tokens * kCols);
+  const std::vector<float> wf = check_weights(kRows * kMaxCols), x = check_activations(max_tokens * kMaxCols);
   ThreadPool pool(1);
   for (GgmlType type : kWeightTypes) {
     if (panel_layout(type) == nullptr) continue;
-    const size_t rb = row_bytes(type, kCols);
+    const int64_t cols = type_info(type).block_size == 32 ? kMaxCols : 256;  // 9 blocks, or one super-block
+    const size_t rb = row_bytes(type, cols);
     std::vector<uint8_t> data(rb * kRows);
-    for (int64_t r = 0; r < kRows; ++r) quantize_row(type, &wf[r * kCols], &data[r * rb], kCols);
-    const WeightMatrix plain{type, kRows, kCols, data.data(), rb};
+    for (int64_t r = 0; r < kRows; ++r) quantize_row(type, &wf[r * cols], &data[r * rb], cols);
+    const WeightMatrix plain{type, kRows, cols, data.data(), rb};
     const PackedWeights packed = pack_weights(plain);
     WeightMatrix with_packed = plain;
     with_packed.packed = &packed;

@@ -39,20 +39,27 @@ TEST_P(AmxPanels, MatchTheAvx512KernelsBitForBit) {
   }
   const IsaKernels* amx = hardware ? isa_kernels_amx() : isa_kernels_amx_emulated();
   ThreadPool pool(2);
-  const int64_t rows = 40, cols = 512;
-  const auto m = test::random_matrix(type, rows, cols, 7, pool);
-  for (bool packed : {true, false}) {
-    WeightMatrix w = m->w;
-    if (!packed) w.packed = nullptr;
-    std::vector<int64_t> counts = {1, 4, 5, 80, 200};
-    for (int64_t t : tile_check_token_counts()) counts.push_back(t);
-    for (int64_t tokens : counts) {
-      const auto x = test::gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
-      std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
-      matmul_parts_with(isa_kernels_avx512(), {{&w, want.data()}}, x.data(), tokens, pool);
-      matmul_parts_with(amx, {{&w, got.data()}}, x.data(), tokens, pool);
-      for (size_t i = 0; i < want.size(); ++i)
-        ASSERT_EQ(got[i], want[i]) << "packed " << packed << ", " << tokens << " tokens, output " << i;
+  const int64_t rows = 40;
+  // An even number of blocks, and where the type's blocks allow, an odd one and one
+  // block alone: the int8 tiles alternate C tiles by block.
+  std::vector<int64_t> widths = {512};
+  if (type_info(type).block_size == 32) widths.insert(widths.end(), {96, 32});
+  std::vector<int64_t> counts = {1, 4, 5, 80, 200};
+  for (int64_t t : tile_check_token_counts()) counts.push_back(t);
+  for (int64_t cols : widths) {
+    const auto m = test::random_matrix(type, rows, cols, 7, pool);
+    for (bool packed : {true, false}) {
+      WeightMatrix w = m->w;
+      if (!packed) w.packed = nullptr;
+      for (int64_t tokens : counts) {
+        const auto x = test::gaussian(static_cast<size_t>(tokens * cols), static_cast<uint32_t>(tokens));
+        std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
+        matmul_parts_with(isa_kernels_avx512(), {{&w, want.data()}}, x.data(), tokens, pool);
+        matmul_parts_with(amx, {{&w, got.data()}}, x.data(), tokens, pool);
+        for (size_t i = 0; i < want.size(); ++i)
+          ASSERT_EQ(got[i], want[i]) << cols << " columns, packed " << packed << ", " << tokens << " tokens, output "
+                                     << i;
+      }
     }
   }
 }
@@ -175,6 +182,20 @@ TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
     isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, unpacked, y, rows, r0, r1);
     const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
     if (compact_q5_k && panel1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
+  };
+  EXPECT_FALSE(agrees_with_avx512(wrong));
+}
+
+// A kernel wrong only where a matrix has an odd number of blocks, so that its last
+// block's products fall on the even C tiles.
+TEST(AmxCheck, CatchesAKernelWrongOnlyForAnOddNumberOfBlocks) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  IsaKernels wrong = *isa_kernels_amx_emulated();
+  wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
+                              const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
+                              int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, unpacked, y, rows, r0, r1);
+    if (a.cols / layout.block % 2 != 0) y[r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
