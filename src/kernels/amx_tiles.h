@@ -16,6 +16,8 @@ namespace tps {
 struct EmulatedTiles {
   static void configure(const TileConfig& c);
   static void release();
+  // How many configurations this thread has loaded (for tests of how often kernels do).
+  static int64_t configurations();
   template <int D>
   static void zero() { zero_tile(D); }
   template <int D>

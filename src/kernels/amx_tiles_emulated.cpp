@@ -13,6 +13,7 @@ constexpr int kTiles = 8, kMaxRows = 16, kMaxColsb = 64;
 
 struct TileState {
   bool configured = false;
+  int64_t configurations = 0;  // ldtilecfg on this thread so far
   TileConfig config;
   uint8_t data[kTiles][kMaxRows][kMaxColsb] = {};
 };
@@ -51,10 +52,13 @@ void EmulatedTiles::configure(const TileConfig& c) {
   }
   state.config = c;
   state.configured = true;
+  ++state.configurations;
   std::memset(state.data, 0, sizeof state.data);
 }
 
 void EmulatedTiles::release() { state.configured = false; }
+
+int64_t EmulatedTiles::configurations() { return state.configurations; }
 
 void EmulatedTiles::zero_tile(int t) {
   check_tile(t);

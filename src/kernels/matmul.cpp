@@ -164,12 +164,14 @@ class PartPanels {
 };
 
 // Every token of x (n_tokens rows of cols) quantized for panels whose codes have the
-// zero point `zero_point`, into this thread's buffer (valid until its next call).
+// zero point `zero_point`, into this thread's buffer (valid until its next call). The
+// codes have a token group of blocks' slack after them: the int8 tiles read a whole
+// tile of token rows.
 Q8Activations quantize_tokens(const IsaKernels& k, const float* x, int64_t n_tokens, int64_t cols, int zero_point,
                               ThreadPool& pool) {
   thread_local std::vector<uint8_t> act_buffer;
   const int64_t nb32 = cols / 32, nb16 = cols / 16;
-  size_t q_bytes = static_cast<size_t>(n_tokens * cols + 63) / 64 * 64;
+  size_t q_bytes = static_cast<size_t>(n_tokens * cols + 32 * Q8Activations::kGroup + 63) / 64 * 64;
   size_t sums = static_cast<size_t>(n_tokens * (nb32 * 3 + nb16));  // d, sum32, zero32, zero16
   static_assert(sizeof(float) == sizeof(int32_t));
   uint8_t* base = scratch(act_buffer, q_bytes + sums * sizeof(float));
@@ -288,6 +290,7 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
                            p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
       }
     });
+    if (k.release_tiles != nullptr) k.release_tiles();
   });
 }
 
@@ -406,6 +409,7 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
         k.float_panel_bf16_tiles(p.w.type, panel, cols, a, paired, p.y, p.w.rows, g * kPanelRows);
       }
     });
+    if (k.release_tiles != nullptr) k.release_tiles();
   });
 }
 

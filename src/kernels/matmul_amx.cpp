@@ -12,6 +12,7 @@ namespace tps {
 
 namespace {
 
+#include "kernels/amx_loaded_tiles.inc"
 #include "kernels/matmul_avx512_panels.inc"
 #include "kernels/bf16_column_pair.inc"
 #include "kernels/matmul_amx_bf16.inc"

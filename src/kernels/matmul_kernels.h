@@ -144,6 +144,9 @@ struct IsaKernels {
   void (*int8_panel_tiles)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
                            const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
                            int64_t r1) = nullptr;
+  // Ends the tile configuration the tile kernels above leave loaded from one call to
+  // the next (a thread calls it when its share of a matmul is done); nullptr without.
+  void (*release_tiles)() = nullptr;
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.

@@ -71,6 +71,26 @@ INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxPanels,
                                   type_name(std::get<1>(info.param));
                          });
 
+// The int8 tiles load their configuration once per thread and matmul, whatever the
+// panels and token tiles: 5 panels (2 pairs and one alone), 30 tokens (tiles of 12, 12
+// and 6). No tile state stays loaded after a matmul, through int8 tiles or bf16 ones.
+TEST(AmxTiles, Int8TilesConfiguredOncePerThreadAndMatmul) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  ThreadPool pool(1);
+  const int64_t rows = 80, cols = 256;
+  for (auto [type, tokens, math] : {std::tuple{GgmlType::kQ4_0, 30, FloatMath::kF32},
+                                    std::tuple{GgmlType::kF16, 37, FloatMath::kBf16}}) {
+    if (math == FloatMath::kBf16 && !cpu_has_avx512_bf16()) continue;
+    const auto m = test::random_matrix(type, rows, cols, 41, pool);
+    const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 42);
+    std::vector<float> y(static_cast<size_t>(rows * tokens));
+    const int64_t before = EmulatedTiles::configurations();
+    matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, y.data()}}, x.data(), tokens, pool, math);
+    if (math == FloatMath::kF32) EXPECT_EQ(EmulatedTiles::configurations() - before, 1);
+    EXPECT_THROW(EmulatedTiles::zero<0>(), Error) << type_name(type) << ": the tiles were not released";
+  }
+}
+
 // (on the hardware rather than the model, float weight type)
 class AmxBf16Tiles : public testing::TestWithParam<std::tuple<bool, GgmlType>> {
  protected:
