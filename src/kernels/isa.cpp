@@ -7,6 +7,7 @@
 #include "core/amx_tiles.h"
 #include "core/cpu_features.h"
 #include "core/error.h"
+#include "core/trial_run.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
 
@@ -33,14 +34,19 @@ const Support& support() {
   return s;
 }
 
+// The check runs in a child process (run_in_child): a kernel that faults on this CPU
+// then ends the child, and this process stays on AVX-512.
 AmxStatus check_amx() {
   if (!support().flags[static_cast<int>(Isa::kAmx)]) return AmxStatus::kAbsent;
   if (!request_amx_tile_state()) return AmxStatus::kNotGranted;
-  if (!agrees_with_avx512(*isa_kernels_amx())) {
+  const TrialRun check = run_in_child([] { return agrees_with_avx512(*isa_kernels_amx()); });
+  if (check.outcome == TrialOutcome::kTrue) return AmxStatus::kUsable;
+  if (check.outcome == TrialOutcome::kCrashed)
+    std::fprintf(stderr, "tps: warning: the AMX kernels crashed in a trial run on this CPU (signal %d); using AVX-512\n",
+                 check.signal);
+  else
     std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
-    return AmxStatus::kDisagrees;
-  }
-  return AmxStatus::kUsable;
+  return AmxStatus::kDisagrees;
 }
 
 Isa best_supported(Isa cap) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/trial_run.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/packed_weights.h"
 #include "quant/quantize.h"
@@ -17,14 +18,16 @@ namespace tps {
 namespace {
 
 // The AMX kernels as the dispatcher uses them: without their bf16 tiles where those
-// disagree with the bf16-rounded products on this CPU (checked once, where the CPU runs
-// AMX; the integer tiles have their own check, amx_status).
+// disagree with the bf16-rounded products on this CPU, or crash (checked once in a child
+// process, where the CPU runs AMX; the integer tiles have their own check, amx_status).
 const IsaKernels* checked_amx_kernels() {
   static const IsaKernels* const kernels = []() -> const IsaKernels* {
     const IsaKernels* amx = isa_kernels_amx();
-    if (amx == nullptr || !cpu_supports(Isa::kAmx) || bf16_tiles_agree(*amx)) return amx;
-    std::fprintf(stderr, "tps: warning: the AMX bf16 tiles disagree with the bf16-rounded products on this CPU; "
-                         "float weights use AVX512-BF16\n");
+    if (amx == nullptr || !cpu_supports(Isa::kAmx)) return amx;
+    const TrialRun check = run_in_child([amx] { return bf16_tiles_agree(*amx); });
+    if (check.outcome == TrialOutcome::kTrue) return amx;
+    std::fprintf(stderr, "tps: warning: the AMX bf16 tiles %s on this CPU; float weights use AVX512-BF16\n",
+                 check.outcome == TrialOutcome::kCrashed ? "crashed in a trial run" : "disagree with the bf16-rounded products");
     static IsaKernels without_bf16_tiles = *amx;
     without_bf16_tiles.float_panel_bf16_tiles = nullptr;
     return &without_bf16_tiles;
@@ -268,6 +271,21 @@ void matmul_panels(const IsaKernels& k, const PartPanels& panels, const float* x
   });
 }
 
+// Ends the tile configuration k's tile kernels leave loaded when a thread's share of a
+// matmul is done, however it ends.
+class TilesReleased {
+ public:
+  explicit TilesReleased(const IsaKernels& k) : k_(k) {}
+  TilesReleased(const TilesReleased&) = delete;
+  TilesReleased& operator=(const TilesReleased&) = delete;
+  ~TilesReleased() {
+    if (k_.release_tiles != nullptr) k_.release_tiles();
+  }
+
+ private:
+  const IsaKernels& k_;
+};
+
 // Integer weights through int8 tiles (AMX, IsaKernels::int8_panel_tiles): every token
 // quantized once, then each thread's panels two at a time through all the tokens (the
 // kernel unpacks a panel's codes into the tiles' layout once for every token), compact
@@ -281,6 +299,7 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
   const size_t panel_bytes = wide.wide_panel_bytes(cols);
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+    const TilesReleased released(k);
     thread_local std::vector<uint8_t> panel_buffer, tile_buffer;
     uint8_t* unpacked = panel_scratch(tile_buffer, 2 * int8_tile_bytes(cols));
     panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
@@ -290,7 +309,6 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
                            p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
       }
     });
-    if (k.release_tiles != nullptr) k.release_tiles();
   });
 }
 
@@ -396,6 +414,7 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const Bf16TokenRows a{pairs, stride, n_tokens};
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+    const TilesReleased released(k);
     thread_local std::vector<uint8_t> panel_buffer, paired_buffer;
     auto* paired = reinterpret_cast<uint32_t*>(panel_scratch(paired_buffer, static_cast<size_t>(stride) * 64));
     panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
@@ -409,7 +428,6 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
         k.float_panel_bf16_tiles(p.w.type, panel, cols, a, paired, p.y, p.w.rows, g * kPanelRows);
       }
     });
-    if (k.release_tiles != nullptr) k.release_tiles();
   });
 }
 

@@ -140,7 +140,8 @@ struct IsaKernels {
   // and `panels` serves): every token of a (at least kAmxMinTokens) through one or two
   // 16-row panels (panel1 may be nullptr) of `layout`, into rows r0.. and r1..
   // unpacked: 64-byte aligned room for two panels' blocks in tile layout,
-  // int8_tile_bytes(a.cols) each.
+  // int8_tile_bytes(a.cols) each. a.q must have 32 * Q8Activations::kGroup readable
+  // bytes after the last token's codes: the tiles read whole tiles of token rows.
   void (*int8_panel_tiles)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
                            const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
                            int64_t r1) = nullptr;

@@ -86,7 +86,9 @@ TEST(AmxTiles, Int8TilesConfiguredOncePerThreadAndMatmul) {
     std::vector<float> y(static_cast<size_t>(rows * tokens));
     const int64_t before = EmulatedTiles::configurations();
     matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, y.data()}}, x.data(), tokens, pool, math);
-    if (math == FloatMath::kF32) EXPECT_EQ(EmulatedTiles::configurations() - before, 1);
+    if (math == FloatMath::kF32) {
+      EXPECT_EQ(EmulatedTiles::configurations() - before, 1);
+    }
     EXPECT_THROW(EmulatedTiles::zero<0>(), Error) << type_name(type) << ": the tiles were not released";
   }
 }
