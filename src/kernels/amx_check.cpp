@@ -19,10 +19,6 @@ const std::vector<int64_t>& tile_check_token_counts() {
   return counts;
 }
 
-namespace {
-
-// The checks' operands: fixed values in [-2.1, 2.1] and [-2.5, 2.5], no two neighbours
-// alike, so a wrong block, pair or tile row shows.
 std::vector<float> check_weights(size_t n) {
   std::vector<float> v(n);
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i * 7919 % 211) - 105) / 50.0f;
@@ -34,8 +30,6 @@ std::vector<float> check_activations(size_t n) {
   for (size_t i = 0; i < n; ++i) v[i] = static_cast<float>(static_cast<int>(i * 104729 % 199) - 99) / 40.0f;
   return v;
 }
-
-}  // namespace
 
 // k's bf16 tiles against the bf16-rounded products summed in double, for every float
 // weight type: 1..16 tokens (one partial tile), then 2..4 whole tiles and a partial one,

@@ -5,10 +5,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "core/trial_run.h"
+#include "kernels/amx_calibration.h"
 #include "kernels/matmul_kernels.h"
 #include "kernels/packed_weights.h"
 #include "quant/quantize.h"
@@ -17,20 +19,31 @@ namespace tps {
 
 namespace {
 
-// The AMX kernels as the dispatcher uses them: without their bf16 tiles where those
-// disagree with the bf16-rounded products on this CPU, or crash (checked once in a child
-// process, where the CPU runs AMX; the integer tiles have their own check, amx_status).
+// The AMX kernels as the dispatcher uses them, set up once where the CPU runs AMX (the
+// integer tiles passed their own check first, amx_status):
+// - without their bf16 tiles where those disagree with the bf16-rounded products on this
+//   CPU, or crash (checked in a child process);
+// - with the int8 tiles only for the matmuls they timed faster at than AVX-512 here.
 const IsaKernels* checked_amx_kernels() {
   static const IsaKernels* const kernels = []() -> const IsaKernels* {
     const IsaKernels* amx = isa_kernels_amx();
     if (amx == nullptr || !cpu_supports(Isa::kAmx)) return amx;
+    static IsaKernels chosen = *amx;
     const TrialRun check = run_in_child([amx] { return bf16_tiles_agree(*amx); });
-    if (check.outcome == TrialOutcome::kTrue) return amx;
-    std::fprintf(stderr, "tps: warning: the AMX bf16 tiles %s on this CPU; float weights use AVX512-BF16\n",
-                 check.outcome == TrialOutcome::kCrashed ? "crashed in a trial run" : "disagree with the bf16-rounded products");
-    static IsaKernels without_bf16_tiles = *amx;
-    without_bf16_tiles.float_panel_bf16_tiles = nullptr;
-    return &without_bf16_tiles;
+    if (check.outcome != TrialOutcome::kTrue) {
+      std::fprintf(stderr, "tps: warning: the AMX bf16 tiles %s on this CPU; float weights use AVX512-BF16\n",
+                   check.outcome == TrialOutcome::kCrashed ? "crashed in a trial run"
+                                                           : "disagree with the bf16-rounded products");
+      chosen.float_panel_bf16_tiles = nullptr;
+    }
+    const Int8TileSpeedups speedups = time_int8_tiles(*amx);
+    chosen.int8_tiles_from = int8_tiles_from(speedups);
+    if (chosen.int8_tiles_from == 0) chosen.int8_panel_tiles = nullptr;
+    const std::string use = chosen.int8_tiles_from == 0 ? "integer weights stay on AVX-512"
+                                                         : fmt::format("used from {} tokens", chosen.int8_tiles_from);
+    fmt::print(stderr, "tps: AMX int8 tiles against AVX-512 on this CPU: {:.2f}x at {} tokens, {:.2f}x at {}; {}\n",
+               speedups.few, kFewTokens, speedups.many, kManyTokens, use);
+    return &chosen;
   }();
   return kernels;
 }
@@ -58,7 +71,8 @@ const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
     if (const IsaKernels* k = kernels_for(isa); k != nullptr && k->float_panels_bf16 != nullptr)
       return k->float_panel_bf16_tiles != nullptr ? "amx_bf16" : "bf16";
   if (!quantized_weights || isa == Isa::kScalar) return "f32";
-  return isa >= Isa::kAmx && tokens >= kAmxMinTokens ? "amx_int8" : "int8";
+  const IsaKernels* k = kernels_for(isa);
+  return k != nullptr && k->int8_panel_tiles != nullptr && tokens >= k->int8_tiles_from ? "amx_int8" : "int8";
 }
 
 namespace {
@@ -460,7 +474,7 @@ void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> pa
       else matmul_parts_with(k, {p}, x, n_tokens, pool, math);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
-    if (k->int8_panel_tiles != nullptr && n_tokens >= kAmxMinTokens)
+    if (k->int8_panel_tiles != nullptr && n_tokens >= k->int8_tiles_from)
       matmul_int8_tiles(*k, PartPanels(parts), x, n_tokens, pool);
     else
       matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);

@@ -109,6 +109,11 @@ struct Bf16TokenRows {
   int64_t stride, n;
 };
 
+// The AMX kernels take a matmul of at least this many tokens through int8 tiles (where
+// they are faster at all: int8_tiles_from); fewer (decode) stay on vpdpbusd, where one
+// tile row per token would waste the tile unit.
+constexpr int64_t kAmxMinTokens = 5;
+
 struct IsaKernels {
   // Quantizes one token's cols (a multiple of 32) activations into `out`, with the
   // zero sums for weights whose codes have the fixed zero point `zero_point`.
@@ -137,7 +142,7 @@ struct IsaKernels {
   void (*float_panel_bf16_tiles)(GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
                                  uint32_t* paired, float* y, int64_t rows, int64_t r0) = nullptr;
   // Integer weights through int8 tiles (AMX), in kernels that have them (else nullptr,
-  // and `panels` serves): every token of a (at least kAmxMinTokens) through one or two
+  // and `panels` serves): every token of a (at least int8_tiles_from) through one or two
   // 16-row panels (panel1 may be nullptr) of `layout`, into rows r0.. and r1..
   // unpacked: 64-byte aligned room for two panels' blocks in tile layout,
   // int8_tile_bytes(a.cols) each. a.q must have 32 * Q8Activations::kGroup readable
@@ -145,6 +150,9 @@ struct IsaKernels {
   void (*int8_panel_tiles)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
                            const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
                            int64_t r1) = nullptr;
+  // The fewest tokens of a matmul that int8_panel_tiles takes (the dispatcher's AMX
+  // kernels: from where they timed faster than AVX-512 on this CPU, amx_calibration.h).
+  int64_t int8_tiles_from = kAmxMinTokens;
   // Ends the tile configuration the tile kernels above leave loaded from one call to
   // the next (a thread calls it when its share of a matmul is done); nullptr without.
   void (*release_tiles)() = nullptr;
@@ -311,9 +319,6 @@ const IsaKernels* isa_kernels_avx512();
 // dispatcher's AVX-512 choice where the CPU has GFNI.
 const IsaKernels* isa_kernels_avx512_gfni();
 const IsaKernels* isa_kernels_amx();
-// The AMX kernels take a matmul of at least this many tokens through int8 tiles; fewer
-// (decode) stay on vpdpbusd, where one tile row per token would waste the tile unit.
-constexpr int64_t kAmxMinTokens = 5;
 // Bytes of IsaKernels::int8_panel_tiles's room per panel and column: a block of 16
 // columns unpacks to a 256-byte B tile and 128 bytes of scales (kBlock 32: 512 and 128
 // per 32 columns).
@@ -335,6 +340,10 @@ bool bf16_tiles_agree(const IsaKernels& k);
 // Token counts that make the int8 tiles form every tile height: what
 // agrees_with_avx512 and the AMX tests run.
 const std::vector<int64_t>& tile_check_token_counts();
+// The checks' fixed operands: n values in [-2.1, 2.1] (weights) and [-2.5, 2.5]
+// (activations), no two neighbours alike, so a wrong block, pair or tile row shows.
+std::vector<float> check_weights(size_t n);
+std::vector<float> check_activations(size_t n);
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).
 const IsaKernels* kernels_for(Isa isa);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "kernels/amx_calibration.h"
 #include "kernels/amx_tiles.h"
 #include "kernels/matmul.h"
 #include "kernels/matmul_kernels.h"
@@ -90,6 +91,38 @@ TEST(AmxTiles, Int8TilesConfiguredOncePerThreadAndMatmul) {
       EXPECT_EQ(EmulatedTiles::configurations() - before, 1);
     }
     EXPECT_THROW(EmulatedTiles::zero<0>(), Error) << type_name(type) << ": the tiles were not released";
+  }
+}
+
+// The tiles take matmuls from where they timed faster: at both counts, from 5 tokens;
+// at the many only, from 48; where not at the many (a noise-sized lead is not faster),
+// none.
+TEST(AmxCalibration, SendsMatmulsToTheTilesOnlyWhereTheyTimedFaster) {
+  EXPECT_EQ(int8_tiles_from({1.6, 2.0}), kAmxMinTokens);
+  EXPECT_EQ(int8_tiles_from({0.8, 1.3}), kManyTokensFrom);
+  EXPECT_EQ(int8_tiles_from({1.3, 1.02}), 0);
+  EXPECT_EQ(int8_tiles_from({0.5, 0.6}), 0);
+}
+
+// The timing runs both kernel sets (here the model of the tiles: whichever wins, the
+// figures must be real ratios), and int8_tiles_from routes matmuls below it to the
+// AVX-512 kernels and the rest to the tiles.
+TEST(AmxCalibration, TimesBothAndRoutesByTokenCount) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  const Int8TileSpeedups s = time_int8_tiles(*isa_kernels_amx_emulated());
+  EXPECT_TRUE(std::isfinite(s.few) && s.few > 0) << s.few;
+  EXPECT_TRUE(std::isfinite(s.many) && s.many > 0) << s.many;
+
+  IsaKernels from_48 = *isa_kernels_amx_emulated();
+  from_48.int8_tiles_from = kManyTokensFrom;
+  ThreadPool pool(1);
+  const auto m = test::random_matrix(GgmlType::kQ8_0, 32, 256, 51, pool);
+  for (int64_t tokens : {kManyTokensFrom - 1, kManyTokensFrom}) {
+    const auto x = test::gaussian(static_cast<size_t>(tokens * 256), 52);
+    std::vector<float> y(static_cast<size_t>(32 * tokens));
+    const int64_t before = EmulatedTiles::configurations();
+    matmul_parts_with(&from_48, {{&m->w, y.data()}}, x.data(), tokens, pool);
+    EXPECT_EQ(EmulatedTiles::configurations() - before, tokens >= kManyTokensFrom ? 1 : 0) << tokens << " tokens";
   }
 }
 
