@@ -300,10 +300,18 @@ class TilesReleased {
   const IsaKernels& k_;
 };
 
+// Token codes the int8 tiles keep in L2 while a thread's panels pass over them: a
+// panel pair's pass reads every token's codes, so tokens go in chunks of this many
+// bytes (a long prompt's 5632-column FFN-down rows would otherwise stream 2 KB of codes
+// per token from L3 or memory for every 32 weight rows), each chunk unpacking the
+// panels anew (about 2 % of a pass over 180 tokens).
+constexpr int64_t kInt8TileChunkBytes = 1024 * 1024;
+
 // Integer weights through int8 tiles (AMX, IsaKernels::int8_panel_tiles): every token
-// quantized once, then each thread's panels two at a time through all the tokens (the
-// kernel unpacks a panel's codes into the tiles' layout once for every token), compact
-// panels as they are. Unpacked weights are packed pair by pair.
+// quantized once, then chunks of tokens whose codes fit in L2 in turn, each through the
+// thread's panels two at a time (the kernel unpacks a pair's codes into the tiles'
+// layout once for the chunk), compact panels as they are. Unpacked weights are packed
+// pair by pair.
 void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
   const WeightMatrix& w0 = panels.first();
@@ -312,17 +320,22 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const int64_t cols = w0.cols;
   const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
   const size_t panel_bytes = wide.wide_panel_bytes(cols);
+  const int64_t kGroup = Q8Activations::kGroup;
+  const int64_t chunk = std::max<int64_t>(1, kInt8TileChunkBytes / cols / kGroup) * kGroup;
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
     const TilesReleased released(k);
     thread_local std::vector<uint8_t> panel_buffer, tile_buffer;
     uint8_t* unpacked = panel_scratch(tile_buffer, 2 * int8_tile_bytes(cols));
-    panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; g += 2) {
-        const uint8_t* second = g + 1 < g1 ? packed_panel(p, g + 1, 1, panel_bytes, panel_buffer) : nullptr;
-        k.int8_panel_tiles(packed_panel(p, g, 0, panel_bytes, panel_buffer), second, layout, a, unpacked, p.y,
-                           p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
-      }
-    });
+    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+      const int64_t t1 = std::min(n_tokens, t0 + chunk);
+      panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; g += 2) {
+          const uint8_t* second = g + 1 < g1 ? packed_panel(p, g + 1, 1, panel_bytes, panel_buffer) : nullptr;
+          k.int8_panel_tiles(packed_panel(p, g, 0, panel_bytes, panel_buffer), second, layout, a, t0, t1, unpacked,
+                             p.y, p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
+        }
+      });
+    }
   });
 }
 

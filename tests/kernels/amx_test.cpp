@@ -72,6 +72,23 @@ INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxPanels,
                                   type_name(std::get<1>(info.param));
                          });
 
+// Long rows: the int8 tiles take tokens in chunks whose codes fit in L2 (8192 columns:
+// 120 tokens), and outputs stay bit for bit across the chunks' seam; a tile of 12
+// tokens and one of 6 (bias formats).
+TEST(AmxPanels, MatchTheAvx512KernelsAcrossTokenChunks) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  ThreadPool pool(2);
+  const int64_t rows = 24, cols = 8192, tokens = 200;
+  const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 61);
+  for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    const auto m = test::random_matrix(type, rows, cols, 62, pool);
+    std::vector<float> want(static_cast<size_t>(rows * tokens)), got(want.size(), NAN);
+    matmul_parts_with(isa_kernels_avx512(), {{&m->w, want.data()}}, x.data(), tokens, pool);
+    matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, got.data()}}, x.data(), tokens, pool);
+    for (size_t i = 0; i < want.size(); ++i) ASSERT_EQ(got[i], want[i]) << type_name(type) << ", output " << i;
+  }
+}
+
 // The int8 tiles load their configuration once per thread and matmul, whatever the
 // panels and token tiles: 5 panels (2 pairs and one alone), 30 tokens (tiles of 12, 12
 // and 6). No tile state stays loaded after a matmul, through int8 tiles or bf16 ones.
@@ -216,9 +233,9 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
   EXPECT_TRUE(agrees_with_avx512(*isa_kernels_amx_emulated()));
   IsaKernels wrong = *isa_kernels_amx_emulated();
   wrong.int8_panel_tiles = [](const uint8_t*, const uint8_t* panel1, const PanelLayout&, const Q8Activations& a,
-                              uint8_t*, float* y, int64_t rows, int64_t r0, int64_t r1) {
+                              int64_t t0, int64_t t1, uint8_t*, float* y, int64_t rows, int64_t r0, int64_t r1) {
     for (int64_t first : {r0, panel1 != nullptr ? r1 : r0})
-      for (int64_t t = 0; t < a.n_tokens; ++t)
+      for (int64_t t = t0; t < t1; ++t)
         for (int64_t r = first; r < std::min(rows, first + kPanelRows); ++r) y[t * rows + r] = 0.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
@@ -232,9 +249,9 @@ TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   IsaKernels wrong = *isa_kernels_amx_emulated();
   wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
-                              const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
-                              int64_t r1) {
-    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, unpacked, y, rows, r0, r1);
+                              const Q8Activations& a, int64_t t0, int64_t t1, uint8_t* unpacked, float* y,
+                              int64_t rows, int64_t r0, int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, t0, t1, unpacked, y, rows, r0, r1);
     const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
     if (compact_q5_k && panel1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
   };
@@ -247,9 +264,9 @@ TEST(AmxCheck, CatchesAKernelWrongOnlyForAnOddNumberOfBlocks) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   IsaKernels wrong = *isa_kernels_amx_emulated();
   wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
-                              const Q8Activations& a, uint8_t* unpacked, float* y, int64_t rows, int64_t r0,
-                              int64_t r1) {
-    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, unpacked, y, rows, r0, r1);
+                              const Q8Activations& a, int64_t t0, int64_t t1, uint8_t* unpacked, float* y,
+                              int64_t rows, int64_t r0, int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, t0, t1, unpacked, y, rows, r0, r1);
     if (a.cols / layout.block % 2 != 0) y[r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
