@@ -421,10 +421,17 @@ void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& 
   });
 }
 
+// Paired panels a thread keeps in L2 for the bf16 tiles, and the tokens' pairs that pass
+// over them from L2 in turn: each panel's pass reads every pair of its chunk of tokens,
+// which from L3 or memory would cost more than the tiles (a 5632-column row's pairs are
+// 11 KB a token, for every 16 weight rows); pairing a panel again for each chunk would
+// cost as much as its pass.
+constexpr int64_t kBf16StretchBytes = 768 * 1024, kBf16ChunkBytes = 1024 * 1024;
+
 // FloatMath::kBf16 through bf16 tiles (AMX): every token's activations rounded and
-// paired once, token by token (Bf16TokenRows), then each thread's panels one at a time through all the
-// tokens (the kernel pairs a panel's columns once for every token). Unpacked weights
-// are packed panel by panel.
+// paired once, token by token (Bf16TokenRows). Each thread then takes its panels in
+// stretches: a stretch's columns are paired once, and chunks of tokens pass over it in
+// turn. Unpacked weights are packed panel by panel.
 void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
   const WeightMatrix& w0 = panels.first();
@@ -440,21 +447,36 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   });
   const Bf16TokenRows a{pairs, stride, n_tokens};
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
+  const int64_t paired_words = stride * kPanelRows;  // a paired panel: 64 bytes a pair
+  const int64_t stretch = std::max<int64_t>(1, kBf16StretchBytes / (4 * paired_words));
+  const int64_t chunk = std::max<int64_t>(1, kBf16ChunkBytes / (4 * stride) / kPanelRows) * kPanelRows;
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
     const TilesReleased released(k);
     thread_local std::vector<uint8_t> panel_buffer, paired_buffer;
-    auto* paired = reinterpret_cast<uint32_t*>(panel_scratch(paired_buffer, static_cast<size_t>(stride) * 64));
-    panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-      for (int64_t g = g0; g < g1; ++g) {
-        const uint8_t* panel = p.w.packed != nullptr ? p.w.packed->panel(g) : nullptr;
-        if (panel == nullptr) {
-          uint8_t* buf = panel_scratch(panel_buffer, panel_bytes);
-          pack_panel(p.w, g, buf);
-          panel = buf;
+    auto* paired = reinterpret_cast<uint32_t*>(
+        panel_scratch(paired_buffer, static_cast<size_t>(4 * paired_words * std::min(stretch, u1 - u0))));
+    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
+      const int64_t s1 = std::min(u1, s0 + stretch);
+      auto paired_panel = [&](const PartPanels::Part& p, int64_t g) { return paired + (p.first_panel + g - s0) * paired_words; };
+      panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) {
+          const uint8_t* panel = p.w.packed != nullptr ? p.w.packed->panel(g) : nullptr;
+          if (panel == nullptr) {
+            uint8_t* buf = panel_scratch(panel_buffer, panel_bytes);
+            pack_panel(p.w, g, buf);
+            panel = buf;
+          }
+          k.bf16_pair_panel(p.w.type, panel, cols, stride / Bf16TokenRows::kStepPairs, paired_panel(p, g));
         }
-        k.float_panel_bf16_tiles(p.w.type, panel, cols, a, paired, p.y, p.w.rows, g * kPanelRows);
+      });
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+        const int64_t t1 = std::min(n_tokens, t0 + chunk);
+        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; ++g)
+            k.float_panel_bf16_tiles(paired_panel(p, g), a, t0, t1, p.y, p.w.rows, g * kPanelRows);
+        });
       }
-    });
+    }
   });
 }
 

@@ -136,11 +136,15 @@ struct IsaKernels {
   void (*float_panels_bf16)(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, int64_t cols,
                             const Bf16PairTokens& a, float* y, int64_t rows, int64_t r0, int64_t r1) = nullptr;
   // FloatMath::kBf16 through bf16 tiles (AMX-BF16), in kernels that have them (else
-  // nullptr, and float_panels_bf16 serves): every token of a through one 16-row panel
-  // of `cols` columns, into rows r0.. (up to 16, as far as `rows` goes). paired: 64-byte
-  // aligned room for the panel's paired columns, 64 bytes per pair of a.stride.
-  void (*float_panel_bf16_tiles)(GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
-                                 uint32_t* paired, float* y, int64_t rows, int64_t r0) = nullptr;
+  // nullptr, and float_panels_bf16 serves), in two steps. bf16_pair_panel: one 16-row
+  // panel of `cols` columns rounded and paired into the tiles' B layout, `steps` steps
+  // of kStepPairs pairs (zero past its columns) at `paired` (64-byte aligned, 64 bytes
+  // per pair). float_panel_bf16_tiles: tokens [t0, t1) of a through such a paired panel
+  // (steps = a.stride / kStepPairs), into rows r0.. (up to 16, as far as `rows` goes).
+  void (*bf16_pair_panel)(GgmlType type, const uint8_t* panel, int64_t cols, int64_t steps,
+                          uint32_t* paired) = nullptr;
+  void (*float_panel_bf16_tiles)(const uint32_t* paired, const Bf16TokenRows& a, int64_t t0, int64_t t1, float* y,
+                                 int64_t rows, int64_t r0) = nullptr;
   // Integer weights through int8 tiles (AMX), in kernels that have them (else nullptr,
   // and `panels` serves): tokens [t0, t1) of a (t0 at a token group's start; a matmul
   // of at least int8_tiles_from tokens) through one or two 16-row panels (panel1 may be

@@ -185,6 +185,27 @@ TEST_P(AmxBf16Tiles, MatchTheBf16RoundedProducts) {
   }
 }
 
+// Long rows: the driver pairs stretches of panels that fit in L2 (8192 columns: 3
+// panels) and passes chunks of tokens over them (64 tokens): 4 panels and 80 tokens
+// cross both seams, and each token still gets what it gets alone.
+TEST(AmxBf16TilesLongRows, CrossStretchAndChunkSeams) {
+  if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
+  ThreadPool pool(1);  // one thread's range: all 4 panels
+  const int64_t rows = 56, cols = 8192, tokens = 80;
+  const auto m = test::random_matrix(GgmlType::kF16, rows, cols, 71, pool);
+  const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 72);
+  std::vector<float> got(static_cast<size_t>(rows * tokens), NAN);
+  matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, got.data()}}, x.data(), tokens, pool, FloatMath::kBf16);
+  const test::Bf16Reference want = test::bf16_reference(m->w, x, tokens);
+  for (size_t i = 0; i < want.y.size(); ++i) ASSERT_LE(std::fabs(got[i] - want.y[i]), 1e-5 * want.size[i]) << i;
+  for (int64_t t : {int64_t{0}, int64_t{63}, int64_t{64}, tokens - 1}) {
+    std::vector<float> alone(static_cast<size_t>(rows));
+    matmul_parts_with(isa_kernels_amx_emulated(), {{&m->w, alone.data()}}, x.data() + t * cols, 1, pool,
+                      FloatMath::kBf16);
+    for (int64_t r = 0; r < rows; ++r) ASSERT_EQ(got[t * rows + r], alone[r]) << "token " << t << " row " << r;
+  }
+}
+
 // A token's outputs are bit for bit those it gets alone, whatever tiles carry it.
 TEST_P(AmxBf16Tiles, EachTokenGetsWhatItGetsAlone) {
   const IsaKernels* amx = amx_;
@@ -214,10 +235,10 @@ INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxBf16Tiles,
 TEST(AmxCheck, CatchesBf16TilesWrongInOneTileArrangement) {
   if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
   IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.float_panel_bf16_tiles = [](GgmlType type, const uint8_t* panel, int64_t cols, const Bf16TokenRows& a,
-                                    uint32_t* paired, float* y, int64_t rows, int64_t r0) {
-    isa_kernels_amx_emulated()->float_panel_bf16_tiles(type, panel, cols, a, paired, y, rows, r0);
-    if (a.n >= 5 * kPanelRows) y[r0] += 1.0f;
+  wrong.float_panel_bf16_tiles = [](const uint32_t* paired, const Bf16TokenRows& a, int64_t t0, int64_t t1, float* y,
+                                    int64_t rows, int64_t r0) {
+    isa_kernels_amx_emulated()->float_panel_bf16_tiles(paired, a, t0, t1, y, rows, r0);
+    if (t1 - t0 >= 5 * kPanelRows) y[t0 * rows + r0] += 1.0f;
   };
   EXPECT_FALSE(bf16_tiles_agree(wrong));
   EXPECT_TRUE(bf16_tiles_agree(*isa_kernels_amx_emulated()));
