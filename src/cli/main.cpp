@@ -44,6 +44,7 @@ int main(int argc, char** argv) {
     // is a one-line error, not later on a worker thread.
     (void)tps::active_isa();
     (void)tps::active_float_math();
+    tps::prepare_kernels();  // before any thread starts: AMX's checks fork a child
     for (auto& [sub, action] : actions)
       if (sub->parsed()) return action();
   } catch (const QuietExit& e) {

@@ -3,6 +3,7 @@
 // the child instead of this process: the AMX kernels' start-up checks run their tiles
 // on hardware they were written without, where a wrong tile shape raises #UD (SIGILL).
 #include <functional>
+#include <string>
 
 namespace tps {
 
@@ -10,11 +11,18 @@ enum class TrialOutcome { kTrue, kFalse, kCrashed };
 
 struct TrialRun {
   TrialOutcome outcome;
-  int signal = 0;  // what ended the child, where it crashed by a signal
+  int signal = 0;          // what ended the child, where it crashed by a signal
+  bool timed_out = false;  // it had not answered in time, and was killed
 };
 
-// check() in a child process: its answer, or kCrashed where a signal ended it or it
-// threw. Where the process cannot fork, check() runs here.
-TrialRun run_in_child(const std::function<bool()>& check);
+// check() in a child process: its answer, or kCrashed where a signal ended it, it
+// threw, or it had not answered after timeout_ms (then it is killed: SIGKILL). Where
+// the process cannot fork, check() runs here. Call it while the process has one
+// thread: a child forked beside other threads may find a lock held for ever.
+TrialRun run_in_child(const std::function<bool()>& check, int timeout_ms = 60'000);
+
+// What went wrong in a run that crashed, for a warning: "crashed in a trial run (signal
+// 4)", "hung in a trial run", "threw in a trial run".
+std::string trial_failure(const TrialRun& run);
 
 }  // namespace tps

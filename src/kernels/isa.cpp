@@ -42,8 +42,7 @@ AmxStatus check_amx() {
   const TrialRun check = run_in_child([] { return agrees_with_avx512(*isa_kernels_amx()); });
   if (check.outcome == TrialOutcome::kTrue) return AmxStatus::kUsable;
   if (check.outcome == TrialOutcome::kCrashed)
-    std::fprintf(stderr, "tps: warning: the AMX kernels crashed in a trial run on this CPU (signal %d); using AVX-512\n",
-                 check.signal);
+    std::fprintf(stderr, "tps: warning: the AMX kernels %s on this CPU; using AVX-512\n", trial_failure(check).c_str());
   else
     std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
   return AmxStatus::kDisagrees;

@@ -27,13 +27,14 @@ namespace {
 const IsaKernels* checked_amx_kernels() {
   static const IsaKernels* const kernels = []() -> const IsaKernels* {
     const IsaKernels* amx = isa_kernels_amx();
-    if (amx == nullptr || !cpu_supports(Isa::kAmx)) return amx;
+    if (amx == nullptr || !cpu_supports(Isa::kAmx)) return nullptr;
     static IsaKernels chosen = *amx;
     const TrialRun check = run_in_child([amx] { return bf16_tiles_agree(*amx); });
     if (check.outcome != TrialOutcome::kTrue) {
+      const std::string what =
+          check.outcome == TrialOutcome::kCrashed ? trial_failure(check) : "disagree with the bf16-rounded products";
       std::fprintf(stderr, "tps: warning: the AMX bf16 tiles %s on this CPU; float weights use AVX512-BF16\n",
-                   check.outcome == TrialOutcome::kCrashed ? "crashed in a trial run"
-                                                           : "disagree with the bf16-rounded products");
+                   what.c_str());
       chosen.float_panel_bf16_tiles = nullptr;
     }
     const Int8TileSpeedups speedups = time_int8_tiles(*amx);
@@ -65,6 +66,8 @@ const IsaKernels* kernels_for(Isa isa) {
     if (const IsaKernels* k = isa_kernels_avx2()) return k;
   return nullptr;
 }
+
+void prepare_kernels() { (void)kernels_for(active_isa()); }
 
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
   if (!quantized_weights && active_float_math() == FloatMath::kBf16)

@@ -58,6 +58,10 @@ void set_float_math(FloatMath m);
 // under FloatMath::kBf16 "amx_bf16" (tdpbf16ps, with TPS_ISA=amx) or "bf16"
 // (vdpbf16ps); "f32" (FMA) for float weights and for the scalar path.
 const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens);
+// Sets up the kernels of the active ISA now, as the first matmul would: under
+// TPS_ISA=amx that forks a child for the tiles' checks and times them, which should
+// happen while the process has one thread (main calls it first).
+void prepare_kernels();
 
 class PackedWeights;
 

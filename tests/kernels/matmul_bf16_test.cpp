@@ -95,14 +95,19 @@ TEST(FloatMath, ComputePathNamesTheBf16Products) {
   if (!cpu_has_avx512_bf16()) GTEST_SKIP() << "CPU lacks AVX512-BF16";
   {
     test::ScopedFloatMath math(FloatMath::kBf16);
-    EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), "amx_bf16");
+    // Under TPS_ISA=amx: the AMX kernels' tiles where the CPU runs them (bf16 tiles where
+    // they passed their check; int8 tiles for matmuls of the sizes they timed faster
+    // at), else AVX-512's; never tiles for one token's integer matmul.
+    const IsaKernels* amx = kernels_for(Isa::kAmx);
+    EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), amx->float_panel_bf16_tiles != nullptr ? "amx_bf16" : "bf16");
     EXPECT_STREQ(compute_path(Isa::kAvx512, false, 512), "bf16");
     EXPECT_STREQ(compute_path(Isa::kAvx2, false, 512), "f32");  // no bf16 tiles there
-    // Quantized weights: the int8 tiles where the AMX kernels take a matmul that size
-    // (on an AMX CPU, where they timed faster than AVX-512), never for one token.
-    const IsaKernels* amx = kernels_for(Isa::kAmx);
-    const bool tiles = amx != nullptr && amx->int8_panel_tiles != nullptr && 512 >= amx->int8_tiles_from;
+    const bool tiles = amx->int8_panel_tiles != nullptr && 512 >= amx->int8_tiles_from;
     EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), tiles ? "amx_int8" : "int8");
+    if (!cpu_supports(Isa::kAmx)) {  // then no AMX kernels at all
+      EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), "bf16");
+      EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), "int8");
+    }
     EXPECT_STREQ(compute_path(Isa::kAmx, true, 1), "int8");
   }
   test::ScopedFloatMath math(FloatMath::kF32);
