@@ -303,18 +303,16 @@ class TilesReleased {
   const IsaKernels& k_;
 };
 
-// Token codes the int8 tiles keep in L2 while a thread's panels pass over them: a
-// panel pair's pass reads every token's codes, so tokens go in chunks of this many
-// bytes (a long prompt's 5632-column FFN-down rows would otherwise stream 2 KB of codes
-// per token from L3 or memory for every 32 weight rows), each chunk unpacking the
-// panels anew (about 2 % of a pass over 180 tokens).
-constexpr int64_t kInt8TileChunkBytes = 1024 * 1024;
+// Unpacked panels a thread keeps in L2 for the int8 tiles, and the token codes that
+// pass over them from L2 in turn: a panel pair's pass reads every code of its chunk of
+// tokens, which from L3 or memory would cost more than the tiles (a 5632-column row's
+// codes are 5.5 KB a token, for every 32 weight rows).
+constexpr int64_t kInt8StretchBytes = 768 * 1024, kInt8ChunkBytes = 1024 * 1024;
 
-// Integer weights through int8 tiles (AMX, IsaKernels::int8_panel_tiles): every token
-// quantized once, then chunks of tokens whose codes fit in L2 in turn, each through the
-// thread's panels two at a time (the kernel unpacks a pair's codes into the tiles'
-// layout once for the chunk), compact panels as they are. Unpacked weights are packed
-// pair by pair.
+// Integer weights through int8 tiles (AMX): every token quantized once. Each thread
+// then takes its panels in stretches: a stretch's panels are unpacked once into the
+// tiles' layout (compact panels read as they are), and chunks of tokens pass over them
+// in turn, two panels at a time. Unpacked weights are packed panel by panel.
 void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
   const WeightMatrix& w0 = panels.first();
@@ -322,22 +320,31 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const PanelLayout& layout = w0.packed != nullptr ? *panel_layout(w0.type) : wide;
   const int64_t cols = w0.cols;
   const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
-  const size_t panel_bytes = wide.wide_panel_bytes(cols);
+  const size_t panel_bytes = wide.wide_panel_bytes(cols), tile_bytes = int8_tile_bytes(cols);
   const int64_t kGroup = Q8Activations::kGroup;
-  const int64_t chunk = std::max<int64_t>(1, kInt8TileChunkBytes / cols / kGroup) * kGroup;
+  const int64_t stretch = std::max<int64_t>(2, kInt8StretchBytes / static_cast<int64_t>(tile_bytes) / 2 * 2);
+  const int64_t chunk = std::max<int64_t>(1, kInt8ChunkBytes / cols / kGroup) * kGroup;
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
     const TilesReleased released(k);
     thread_local std::vector<uint8_t> panel_buffer, tile_buffer;
-    uint8_t* unpacked = panel_scratch(tile_buffer, 2 * int8_tile_bytes(cols));
-    for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-      const int64_t t1 = std::min(n_tokens, t0 + chunk);
-      panels.split(u0, u1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; g += 2) {
-          const uint8_t* second = g + 1 < g1 ? packed_panel(p, g + 1, 1, panel_bytes, panel_buffer) : nullptr;
-          k.int8_panel_tiles(packed_panel(p, g, 0, panel_bytes, panel_buffer), second, layout, a, t0, t1, unpacked,
-                             p.y, p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
-        }
+    uint8_t* unpacked = panel_scratch(tile_buffer, tile_bytes * static_cast<size_t>(std::min(stretch, u1 - u0)));
+    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
+      const int64_t s1 = std::min(u1, s0 + stretch);
+      auto unpacked_panel = [&](const PartPanels::Part& p, int64_t g) {
+        return unpacked + static_cast<size_t>(p.first_panel + g - s0) * tile_bytes;
+      };
+      panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g)
+          k.int8_unpack_panel(packed_panel(p, g, 0, panel_bytes, panel_buffer), layout, cols, unpacked_panel(p, g));
       });
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+        const int64_t t1 = std::min(n_tokens, t0 + chunk);
+        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+          for (int64_t g = g0; g < g1; g += 2)
+            k.int8_panel_tiles(unpacked_panel(p, g), g + 1 < g1 ? unpacked_panel(p, g + 1) : nullptr, layout, a, t0,
+                               t1, p.y, p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
+        });
+      }
     }
   });
 }

@@ -146,15 +146,18 @@ struct IsaKernels {
   void (*float_panel_bf16_tiles)(const uint32_t* paired, const Bf16TokenRows& a, int64_t t0, int64_t t1, float* y,
                                  int64_t rows, int64_t r0) = nullptr;
   // Integer weights through int8 tiles (AMX), in kernels that have them (else nullptr,
-  // and `panels` serves): tokens [t0, t1) of a (t0 at a token group's start; a matmul
-  // of at least int8_tiles_from tokens) through one or two 16-row panels (panel1 may be
-  // nullptr) of `layout`, into rows r0.. and r1..
-  // unpacked: 64-byte aligned room for two panels' blocks in tile layout,
-  // int8_tile_bytes(a.cols) each. a.q must have 32 * Q8Activations::kGroup readable
-  // bytes after the last token's codes: the tiles read whole tiles of token rows.
-  void (*int8_panel_tiles)(const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
-                           const Q8Activations& a, int64_t t0, int64_t t1, uint8_t* unpacked, float* y,
-                           int64_t rows, int64_t r0, int64_t r1) = nullptr;
+  // and `panels` serves), in two steps. int8_unpack_panel: one 16-row panel of `layout`
+  // and `cols` columns into the tiles' layout at `unpacked` (64-byte aligned,
+  // int8_tile_bytes(cols)). int8_panel_tiles: tokens [t0, t1) of a (t0 at a token
+  // group's start; a matmul of at least int8_tiles_from tokens) through one or two
+  // unpacked panels (unpacked1 may be nullptr), into rows r0.. and r1.. a.q must have
+  // 32 * Q8Activations::kGroup readable bytes after the last token's codes: the tiles
+  // read whole tiles of token rows.
+  void (*int8_unpack_panel)(const uint8_t* panel, const PanelLayout& layout, int64_t cols,
+                            uint8_t* unpacked) = nullptr;
+  void (*int8_panel_tiles)(const uint8_t* unpacked0, const uint8_t* unpacked1, const PanelLayout& layout,
+                           const Q8Activations& a, int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0,
+                           int64_t r1) = nullptr;
   // The fewest tokens of a matmul that int8_panel_tiles takes (the dispatcher's AMX
   // kernels: from where they timed faster than AVX-512 on this CPU, amx_calibration.h).
   int64_t int8_tiles_from = kAmxMinTokens;

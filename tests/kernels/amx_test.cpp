@@ -72,13 +72,13 @@ INSTANTIATE_TEST_SUITE_P(ModelAndHardware, AmxPanels,
                                   type_name(std::get<1>(info.param));
                          });
 
-// Long rows: the int8 tiles take tokens in chunks whose codes fit in L2 (8192 columns:
-// 120 tokens), and outputs stay bit for bit across the chunks' seam; a tile of 12
-// tokens and one of 6 (bias formats).
-TEST(AmxPanels, MatchTheAvx512KernelsAcrossTokenChunks) {
+// Long rows: the int8 tiles unpack stretches of panels that fit in L2 (16384 columns:
+// 2 panels) and pass chunks of tokens over them (60 tokens); 4 panels and 200 tokens
+// cross both seams bit for bit, in tiles of 12 tokens and of 6 (bias formats).
+TEST(AmxPanels, MatchTheAvx512KernelsAcrossStretchesAndTokenChunks) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
-  ThreadPool pool(2);
-  const int64_t rows = 24, cols = 8192, tokens = 200;
+  ThreadPool pool(1);  // one thread's range: all 4 panels
+  const int64_t rows = 56, cols = 16384, tokens = 200;
   const auto x = test::gaussian(static_cast<size_t>(tokens * cols), 61);
   for (GgmlType type : {GgmlType::kQ4_0, GgmlType::kQ4_K}) {
     const auto m = test::random_matrix(type, rows, cols, 62, pool);
@@ -253,9 +253,9 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   EXPECT_TRUE(agrees_with_avx512(*isa_kernels_amx_emulated()));
   IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.int8_panel_tiles = [](const uint8_t*, const uint8_t* panel1, const PanelLayout&, const Q8Activations& a,
-                              int64_t t0, int64_t t1, uint8_t*, float* y, int64_t rows, int64_t r0, int64_t r1) {
-    for (int64_t first : {r0, panel1 != nullptr ? r1 : r0})
+  wrong.int8_panel_tiles = [](const uint8_t*, const uint8_t* unpacked1, const PanelLayout&, const Q8Activations&,
+                              int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0, int64_t r1) {
+    for (int64_t first : {r0, unpacked1 != nullptr ? r1 : r0})
       for (int64_t t = t0; t < t1; ++t)
         for (int64_t r = first; r < std::min(rows, first + kPanelRows); ++r) y[t * rows + r] = 0.0f;
   };
@@ -269,12 +269,12 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
 TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
-                              const Q8Activations& a, int64_t t0, int64_t t1, uint8_t* unpacked, float* y,
-                              int64_t rows, int64_t r0, int64_t r1) {
-    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, t0, t1, unpacked, y, rows, r0, r1);
+  wrong.int8_panel_tiles = [](const uint8_t* unpacked0, const uint8_t* unpacked1, const PanelLayout& layout,
+                              const Q8Activations& a, int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0,
+                              int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(unpacked0, unpacked1, layout, a, t0, t1, y, rows, r0, r1);
     const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
-    if (compact_q5_k && panel1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
+    if (compact_q5_k && unpacked1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
@@ -284,10 +284,10 @@ TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
 TEST(AmxCheck, CatchesAKernelWrongOnlyForAnOddNumberOfBlocks) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
   IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.int8_panel_tiles = [](const uint8_t* panel0, const uint8_t* panel1, const PanelLayout& layout,
-                              const Q8Activations& a, int64_t t0, int64_t t1, uint8_t* unpacked, float* y,
-                              int64_t rows, int64_t r0, int64_t r1) {
-    isa_kernels_amx_emulated()->int8_panel_tiles(panel0, panel1, layout, a, t0, t1, unpacked, y, rows, r0, r1);
+  wrong.int8_panel_tiles = [](const uint8_t* unpacked0, const uint8_t* unpacked1, const PanelLayout& layout,
+                              const Q8Activations& a, int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0,
+                              int64_t r1) {
+    isa_kernels_amx_emulated()->int8_panel_tiles(unpacked0, unpacked1, layout, a, t0, t1, y, rows, r0, r1);
     if (a.cols / layout.block % 2 != 0) y[r0] += 1.0f;
   };
   EXPECT_FALSE(agrees_with_avx512(wrong));
