@@ -303,16 +303,43 @@ class TilesReleased {
   const IsaKernels& k_;
 };
 
-// Unpacked panels a thread keeps in L2 for the int8 tiles, and the token codes that
-// pass over them from L2 in turn: a panel pair's pass reads every code of its chunk of
-// tokens, which from L3 or memory would cost more than the tiles (a 5632-column row's
-// codes are 5.5 KB a token, for every 32 weight rows).
-constexpr int64_t kInt8StretchBytes = 768 * 1024, kInt8ChunkBytes = 1024 * 1024;
+// The AMX tile drivers' loop. Each thread takes its range of panels in stretches of
+// `stretch` panels whose tile form (`room_bytes` each, made by prepare(part, panel,
+// room) once per panel) stays in L2; then chunks of `chunk` tokens pass over the
+// stretch in turn: pass(part, g0, g1, room_of, t0, t1) for the part's panels [g0, g1)
+// of the stretch, room_of(part, g) their tile forms. A pass reads every token of its
+// chunk for every few weight rows, so the chunk must come from L2 too: from L3 or
+// memory that would cost more than the tiles.
+template <typename Prepare, typename Pass>
+void for_tile_stretches(const IsaKernels& k, ThreadPool& pool, const PartPanels& panels, size_t panel_bytes,
+                        size_t room_bytes, int64_t stretch, int64_t n_tokens, int64_t chunk, Prepare&& prepare,
+                        Pass&& pass) {
+  for_panel_ranges(pool, panels.first(), panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
+    const TilesReleased released(k);
+    thread_local std::vector<uint8_t> room_buffer;
+    uint8_t* room = panel_scratch(room_buffer, room_bytes * static_cast<size_t>(std::min(stretch, u1 - u0)));
+    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
+      const int64_t s1 = std::min(u1, s0 + stretch);
+      auto room_of = [&](const PartPanels::Part& p, int64_t g) {
+        return room + static_cast<size_t>(p.first_panel + g - s0) * room_bytes;
+      };
+      panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
+        for (int64_t g = g0; g < g1; ++g) prepare(p, g, room_of(p, g));
+      });
+      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
+        const int64_t t1 = std::min(n_tokens, t0 + chunk);
+        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) { pass(p, g0, g1, room_of, t0, t1); });
+      }
+    }
+  });
+}
 
-// Integer weights through int8 tiles (AMX): every token quantized once. Each thread
-// then takes its panels in stretches: a stretch's panels are unpacked once into the
-// tiles' layout (compact panels read as they are), and chunks of tokens pass over them
-// in turn, two panels at a time. Unpacked weights are packed panel by panel.
+// L2 room for the tile drivers: a stretch's tile forms, and a chunk of tokens.
+constexpr int64_t kTileStretchBytes = 768 * 1024, kTileChunkBytes = 1024 * 1024;
+
+// Integer weights through int8 tiles (AMX): every token quantized once, then stretches
+// of panels unpacked into the tiles' layout (compact panels read as they are) and chunks
+// of tokens over them, two panels at a time. Unpacked weights are packed panel by panel.
 void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
   const WeightMatrix& w0 = panels.first();
@@ -322,31 +349,19 @@ void matmul_int8_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const Q8Activations a = quantize_tokens(k, x, n_tokens, cols, layout.offset, pool);
   const size_t panel_bytes = wide.wide_panel_bytes(cols), tile_bytes = int8_tile_bytes(cols);
   const int64_t kGroup = Q8Activations::kGroup;
-  const int64_t stretch = std::max<int64_t>(2, kInt8StretchBytes / static_cast<int64_t>(tile_bytes) / 2 * 2);
-  const int64_t chunk = std::max<int64_t>(1, kInt8ChunkBytes / cols / kGroup) * kGroup;
-  for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
-    const TilesReleased released(k);
-    thread_local std::vector<uint8_t> panel_buffer, tile_buffer;
-    uint8_t* unpacked = panel_scratch(tile_buffer, tile_bytes * static_cast<size_t>(std::min(stretch, u1 - u0)));
-    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
-      const int64_t s1 = std::min(u1, s0 + stretch);
-      auto unpacked_panel = [&](const PartPanels::Part& p, int64_t g) {
-        return unpacked + static_cast<size_t>(p.first_panel + g - s0) * tile_bytes;
-      };
-      panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g)
-          k.int8_unpack_panel(packed_panel(p, g, 0, panel_bytes, panel_buffer), layout, cols, unpacked_panel(p, g));
+  const int64_t stretch = std::max<int64_t>(2, kTileStretchBytes / static_cast<int64_t>(tile_bytes) / 2 * 2);
+  const int64_t chunk = std::max<int64_t>(1, kTileChunkBytes / cols / kGroup) * kGroup;  // codes: a byte each
+  for_tile_stretches(
+      k, pool, panels, panel_bytes, tile_bytes, stretch, n_tokens, chunk,
+      [&](const PartPanels::Part& p, int64_t g, uint8_t* room) {
+        thread_local std::vector<uint8_t> panel_buffer;  // each thread's
+        k.int8_unpack_panel(packed_panel(p, g, 0, panel_bytes, panel_buffer), layout, cols, room);
+      },
+      [&](const PartPanels::Part& p, int64_t g0, int64_t g1, auto& room_of, int64_t t0, int64_t t1) {
+        for (int64_t g = g0; g < g1; g += 2)
+          k.int8_panel_tiles(room_of(p, g), g + 1 < g1 ? room_of(p, g + 1) : nullptr, layout, a, t0, t1, p.y,
+                             p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
       });
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-        const int64_t t1 = std::min(n_tokens, t0 + chunk);
-        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-          for (int64_t g = g0; g < g1; g += 2)
-            k.int8_panel_tiles(unpacked_panel(p, g), g + 1 < g1 ? unpacked_panel(p, g + 1) : nullptr, layout, a, t0,
-                               t1, p.y, p.w.rows, g * kPanelRows, (g + 1) * kPanelRows);
-        });
-      }
-    }
-  });
 }
 
 // Elements 2p and 2p + 1 of a row of `cols` floats rounded to bf16, in the low and high
@@ -431,17 +446,10 @@ void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& 
   });
 }
 
-// Paired panels a thread keeps in L2 for the bf16 tiles, and the tokens' pairs that pass
-// over them from L2 in turn: each panel's pass reads every pair of its chunk of tokens,
-// which from L3 or memory would cost more than the tiles (a 5632-column row's pairs are
-// 11 KB a token, for every 16 weight rows); pairing a panel again for each chunk would
-// cost as much as its pass.
-constexpr int64_t kBf16StretchBytes = 768 * 1024, kBf16ChunkBytes = 1024 * 1024;
-
 // FloatMath::kBf16 through bf16 tiles (AMX): every token's activations rounded and
-// paired once, token by token (Bf16TokenRows). Each thread then takes its panels in
-// stretches: a stretch's columns are paired once, and chunks of tokens pass over it in
-// turn. Unpacked weights are packed panel by panel.
+// paired once, token by token (Bf16TokenRows), then stretches of panels paired into the
+// tiles' layout and chunks of tokens over them. Unpacked weights are packed panel by
+// panel.
 void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const float* x, int64_t n_tokens,
                        ThreadPool& pool) {
   const WeightMatrix& w0 = panels.first();
@@ -457,37 +465,21 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   });
   const Bf16TokenRows a{pairs, stride, n_tokens};
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
-  const int64_t paired_words = stride * kPanelRows;  // a paired panel: 64 bytes a pair
-  const int64_t stretch = std::max<int64_t>(1, kBf16StretchBytes / (4 * paired_words));
-  const int64_t chunk = std::max<int64_t>(1, kBf16ChunkBytes / (4 * stride) / kPanelRows) * kPanelRows;
-  for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
-    const TilesReleased released(k);
-    thread_local std::vector<uint8_t> panel_buffer, paired_buffer;
-    auto* paired = reinterpret_cast<uint32_t*>(
-        panel_scratch(paired_buffer, static_cast<size_t>(4 * paired_words * std::min(stretch, u1 - u0))));
-    for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
-      const int64_t s1 = std::min(u1, s0 + stretch);
-      auto paired_panel = [&](const PartPanels::Part& p, int64_t g) { return paired + (p.first_panel + g - s0) * paired_words; };
-      panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-        for (int64_t g = g0; g < g1; ++g) {
-          const uint8_t* panel = p.w.packed != nullptr ? p.w.packed->panel(g) : nullptr;
-          if (panel == nullptr) {
-            uint8_t* buf = panel_scratch(panel_buffer, panel_bytes);
-            pack_panel(p.w, g, buf);
-            panel = buf;
-          }
-          k.bf16_pair_panel(p.w.type, panel, cols, stride / Bf16TokenRows::kStepPairs, paired_panel(p, g));
-        }
+  const size_t paired_bytes = static_cast<size_t>(stride) * 64;  // a paired panel: 64 bytes a pair
+  const int64_t stretch = std::max<int64_t>(1, kTileStretchBytes / static_cast<int64_t>(paired_bytes));
+  const int64_t chunk = std::max<int64_t>(1, kTileChunkBytes / (4 * stride) / kPanelRows) * kPanelRows;
+  for_tile_stretches(
+      k, pool, panels, panel_bytes, paired_bytes, stretch, n_tokens, chunk,
+      [&](const PartPanels::Part& p, int64_t g, uint8_t* room) {
+        thread_local std::vector<uint8_t> panel_buffer;  // each thread's
+        k.bf16_pair_panel(p.w.type, packed_panel(p, g, 0, panel_bytes, panel_buffer), cols,
+                          stride / Bf16TokenRows::kStepPairs, reinterpret_cast<uint32_t*>(room));
+      },
+      [&](const PartPanels::Part& p, int64_t g0, int64_t g1, auto& room_of, int64_t t0, int64_t t1) {
+        for (int64_t g = g0; g < g1; ++g)
+          k.float_panel_bf16_tiles(reinterpret_cast<const uint32_t*>(room_of(p, g)), a, t0, t1, p.y, p.w.rows,
+                                   g * kPanelRows);
       });
-      for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
-        const int64_t t1 = std::min(n_tokens, t0 + chunk);
-        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) {
-          for (int64_t g = g0; g < g1; ++g)
-            k.float_panel_bf16_tiles(paired_panel(p, g), a, t0, t1, p.y, p.w.rows, g * kPanelRows);
-        });
-      }
-    }
-  });
 }
 
 // Parts can share a region when one kernel serves them all with the same activations.
