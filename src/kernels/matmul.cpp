@@ -456,7 +456,7 @@ void matmul_bf16_tiles(const IsaKernels& k, const PartPanels& panels, const floa
   const int64_t cols = w0.cols, col_pairs = (cols + 1) / 2;
   const int64_t stride = (col_pairs + Bf16TokenRows::kStepPairs - 1) / Bf16TokenRows::kStepPairs * Bf16TokenRows::kStepPairs;
   thread_local std::vector<uint32_t> row_buffer;
-  uint32_t* pairs = scratch(row_buffer, static_cast<size_t>(n_tokens * stride));
+  uint32_t* pairs = scratch(row_buffer, static_cast<size_t>((n_tokens + kPanelRows) * stride));  // + slack
   pool.parallel_for(n_tokens, 1, [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) {
       uint32_t* out = pairs + t * stride;

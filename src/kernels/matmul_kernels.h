@@ -102,7 +102,8 @@ struct Bf16PairTokens {
 // All n tokens of a matmul for the bf16 tiles (IsaKernels::float_panel_bf16_tiles),
 // token by token: token t's elements 2p and 2p + 1, rounded to bf16, in the low and
 // high halves of pairs[t * stride + p]. stride is a multiple of kStepPairs (one tile
-// product's depth), and the pairs past the columns are 0.
+// product's depth), and the pairs past the columns are 0. After the last token, 16
+// tokens' room of slack: the tiles read whole tiles of token rows.
 struct Bf16TokenRows {
   static constexpr int64_t kStepPairs = 16;
   const uint32_t* pairs;
