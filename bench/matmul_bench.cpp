@@ -137,10 +137,11 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
 }
 
 // Random activations of `tokens` tokens quantized as the integer kernels take them, for
-// weights with the given zero point.
+// weights with the given zero point (with the slack after the codes that the AMX int8
+// tiles read).
 struct QuantizedTokens {
   QuantizedTokens(const IsaKernels& k, int64_t tokens, int64_t cols, int zero_point)
-      : q(tokens * cols), d(tokens * cols / 32), sum32(d.size()), zero16(tokens * cols / 16), zero32(d.size()),
+      : q(tokens * cols + 32 * Q8Activations::kGroup), d(tokens * cols / 32), sum32(d.size()), zero16(tokens * cols / 16), zero32(d.size()),
         a{tokens, cols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()} {
     auto x = activations(tokens * cols);
     for (int64_t t = 0; t < tokens; ++t) k.quantize_activations(&x[t * cols], cols, zero_point, a.token(t));
