@@ -31,6 +31,14 @@ std::vector<float> check_activations(size_t n) {
   return v;
 }
 
+std::vector<uint8_t> check_matrix(GgmlType type, int64_t rows, int64_t cols) {
+  const std::vector<float> values = check_weights(static_cast<size_t>(rows * cols));
+  const size_t rb = row_bytes(type, cols);
+  std::vector<uint8_t> data(rb * static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, &values[r * cols], &data[r * rb], cols);
+  return data;
+}
+
 // k's bf16 tiles against the bf16-rounded products summed in double, for every float
 // weight type: 1..16 tokens (one partial tile), then 2..4 whole tiles and a partial one,
 // and a block of 5 tiles before 4 and a partial one; 77 columns end in a half-empty pair
@@ -43,14 +51,13 @@ bool bf16_tiles_agree(const IsaKernels& k) {
   for (int64_t t = 1; t <= kPanelRows; ++t) counts.push_back(t);
   for (int64_t tiles = 2; tiles <= 4; ++tiles) counts.push_back(tiles * kPanelRows + tiles);
   counts.push_back(9 * kPanelRows + 15);
-  const std::vector<float> wf = check_weights(kRows * kCols), x = check_activations(counts.back() * kCols);
+  const std::vector<float> x = check_activations(counts.back() * kCols);
   std::vector<float> row(kCols);
   auto bf16 = [](float v) { return static_cast<double>(bf16_to_f32(f32_to_bf16(v))); };
   ThreadPool pool(1);
   for (GgmlType type : {GgmlType::kF32, GgmlType::kF16, GgmlType::kBF16}) {
     const size_t rb = row_bytes(type, kCols);
-    std::vector<uint8_t> data(rb * kRows);
-    for (int64_t r = 0; r < kRows; ++r) quantize_row(type, &wf[r * kCols], &data[r * rb], kCols);
+    const std::vector<uint8_t> data = check_matrix(type, kRows, kCols);
     const WeightMatrix w{type, kRows, kCols, data.data(), rb};
     for (int64_t tokens : counts) {
       std::vector<float> got(kRows * tokens);
@@ -81,15 +88,13 @@ bool bf16_tiles_agree(const IsaKernels& k) {
 bool agrees_with_avx512(const IsaKernels& k) {
   constexpr int64_t kRows = 40, kMaxCols = 288;
   const int64_t max_tokens = tile_check_token_counts().back();
-  const std::vector<float> wf = check_weights(kRows * kMaxCols), x = check_activations(max_tokens * kMaxCols);
+  const std::vector<float> x = check_activations(max_tokens * kMaxCols);
   ThreadPool pool(1);
   for (GgmlType type : kWeightTypes) {
     if (panel_layout(type) == nullptr) continue;
     const int64_t cols = type_info(type).block_size == 32 ? kMaxCols : 256;  // 9 blocks, or one super-block
-    const size_t rb = row_bytes(type, cols);
-    std::vector<uint8_t> data(rb * kRows);
-    for (int64_t r = 0; r < kRows; ++r) quantize_row(type, &wf[r * cols], &data[r * rb], cols);
-    const WeightMatrix plain{type, kRows, cols, data.data(), rb};
+    const std::vector<uint8_t> data = check_matrix(type, kRows, cols);
+    const WeightMatrix plain{type, kRows, cols, data.data(), row_bytes(type, cols)};
     const PackedWeights packed = pack_weights(plain);
     WeightMatrix with_packed = plain;
     with_packed.packed = &packed;

@@ -353,6 +353,9 @@ const std::vector<int64_t>& tile_check_token_counts();
 // (activations), no two neighbours alike, so a wrong block, pair or tile row shows.
 std::vector<float> check_weights(size_t n);
 std::vector<float> check_activations(size_t n);
+// A rows x cols matrix of `type` quantized from check_weights: its rows' bytes, back to
+// back (row_bytes(type, cols) each).
+std::vector<uint8_t> check_matrix(GgmlType type, int64_t rows, int64_t cols);
 
 // The kernels of the best ISA at or below `isa` that this build has (nullptr: scalar).
 const IsaKernels* kernels_for(Isa isa);
