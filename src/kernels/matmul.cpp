@@ -75,7 +75,7 @@ const char* compute_path(Isa isa, bool quantized_weights, int64_t tokens) {
       return k->float_panel_bf16_tiles != nullptr ? "amx_bf16" : "bf16";
   if (!quantized_weights || isa == Isa::kScalar) return "f32";
   const IsaKernels* k = kernels_for(isa);
-  return k != nullptr && k->int8_panel_tiles != nullptr && tokens >= k->int8_tiles_from ? "amx_int8" : "int8";
+  return k != nullptr && k->int8_tiles_take(tokens) ? "amx_int8" : "int8";
 }
 
 namespace {
@@ -511,7 +511,7 @@ void matmul_parts_with(const IsaKernels* k, std::initializer_list<MatmulPart> pa
       else matmul_parts_with(k, {p}, x, n_tokens, pool, math);
     }
   } else if (panel_layout(parts.begin()->w->type) != nullptr) {
-    if (k->int8_panel_tiles != nullptr && n_tokens >= k->int8_tiles_from)
+    if (k->int8_tiles_take(n_tokens))
       matmul_int8_tiles(*k, PartPanels(parts), x, n_tokens, pool);
     else
       matmul_panels(*k, PartPanels(parts), x, n_tokens, pool);

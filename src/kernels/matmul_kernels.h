@@ -165,6 +165,9 @@ struct IsaKernels {
   // Ends the tile configuration the tile kernels above leave loaded from one call to
   // the next (a thread calls it when its share of a matmul is done); nullptr without.
   void (*release_tiles)() = nullptr;
+
+  // Whether a matmul of `tokens` tokens on integer weights goes through int8_panel_tiles.
+  bool int8_tiles_take(int64_t tokens) const { return int8_panel_tiles != nullptr && tokens >= int8_tiles_from; }
 };
 
 // How far ahead of the weights being read the SIMD kernels prefetch.

@@ -102,8 +102,7 @@ TEST(FloatMath, ComputePathNamesTheBf16Products) {
     EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), amx->float_panel_bf16_tiles != nullptr ? "amx_bf16" : "bf16");
     EXPECT_STREQ(compute_path(Isa::kAvx512, false, 512), "bf16");
     EXPECT_STREQ(compute_path(Isa::kAvx2, false, 512), "f32");  // no bf16 tiles there
-    const bool tiles = amx->int8_panel_tiles != nullptr && 512 >= amx->int8_tiles_from;
-    EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), tiles ? "amx_int8" : "int8");
+    EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), amx->int8_tiles_take(512) ? "amx_int8" : "int8");
     if (!cpu_supports(Isa::kAmx)) {  // then no AMX kernels at all
       EXPECT_STREQ(compute_path(Isa::kAmx, false, 512), "bf16");
       EXPECT_STREQ(compute_path(Isa::kAmx, true, 512), "int8");
