@@ -91,7 +91,8 @@ TrialRun run_in_child(const std::function<bool()>& check, int timeout_ms) {
   return {TrialOutcome::kCrashed, 0, timed_out};
 }
 
-std::string trial_failure(const TrialRun& run) {
+std::string trial_failure(const TrialRun& run, std::string_view if_false) {
+  if (run.outcome == TrialOutcome::kFalse) return std::string(if_false);
   if (run.timed_out) return "hung in a trial run";
   if (run.signal != 0) return fmt::format("crashed in a trial run (signal {})", run.signal);
   return "threw in a trial run";

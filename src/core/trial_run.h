@@ -4,6 +4,7 @@
 // on hardware they were written without, where a wrong tile shape raises #UD (SIGILL).
 #include <functional>
 #include <string>
+#include <string_view>
 
 namespace tps {
 
@@ -21,8 +22,9 @@ struct TrialRun {
 // thread: a child forked beside other threads may find a lock held for ever.
 TrialRun run_in_child(const std::function<bool()>& check, int timeout_ms = 60'000);
 
-// What went wrong in a run that crashed, for a warning: "crashed in a trial run (signal
-// 4)", "hung in a trial run", "threw in a trial run".
-std::string trial_failure(const TrialRun& run);
+// What went wrong in a run that did not answer true, for a warning: `if_false` where
+// the check answered false, else "crashed in a trial run (signal 4)", "hung in a trial
+// run" or "threw in a trial run".
+std::string trial_failure(const TrialRun& run, std::string_view if_false);
 
 }  // namespace tps

@@ -41,10 +41,8 @@ AmxStatus check_amx() {
   if (!request_amx_tile_state()) return AmxStatus::kNotGranted;
   const TrialRun check = run_in_child([] { return agrees_with_avx512(*isa_kernels_amx()); });
   if (check.outcome == TrialOutcome::kTrue) return AmxStatus::kUsable;
-  if (check.outcome == TrialOutcome::kCrashed)
-    std::fprintf(stderr, "tps: warning: the AMX kernels %s on this CPU; using AVX-512\n", trial_failure(check).c_str());
-  else
-    std::fprintf(stderr, "tps: warning: the AMX kernels disagree with the AVX-512 kernels on this CPU; using AVX-512\n");
+  std::fprintf(stderr, "tps: warning: the AMX kernels %s on this CPU; using AVX-512\n",
+               trial_failure(check, "disagree with the AVX-512 kernels").c_str());
   return AmxStatus::kDisagrees;
 }
 

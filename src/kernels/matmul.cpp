@@ -31,10 +31,8 @@ const IsaKernels* checked_amx_kernels() {
     static IsaKernels chosen = *amx;
     const TrialRun check = run_in_child([amx] { return bf16_tiles_agree(*amx); });
     if (check.outcome != TrialOutcome::kTrue) {
-      const std::string what =
-          check.outcome == TrialOutcome::kCrashed ? trial_failure(check) : "disagree with the bf16-rounded products";
       std::fprintf(stderr, "tps: warning: the AMX bf16 tiles %s on this CPU; float weights use AVX512-BF16\n",
-                   what.c_str());
+                   trial_failure(check, "disagree with the bf16-rounded products").c_str());
       chosen.float_panel_bf16_tiles = nullptr;
     }
     const Int8TileSpeedups speedups = time_int8_tiles(*amx);

@@ -14,7 +14,9 @@ namespace {
 
 TEST(TrialRun, BringsBackTheChildsAnswer) {
   EXPECT_EQ(run_in_child([] { return true; }).outcome, TrialOutcome::kTrue);
-  EXPECT_EQ(run_in_child([] { return false; }).outcome, TrialOutcome::kFalse);
+  const TrialRun no = run_in_child([] { return false; });
+  EXPECT_EQ(no.outcome, TrialOutcome::kFalse);
+  EXPECT_EQ(trial_failure(no, "disagree"), "disagree");
 }
 
 // ud2, the #UD an unconfigured AMX tile raises, is SIGILL: the child ends, this
@@ -23,14 +25,14 @@ TEST(TrialRun, ReportsAnIllegalInstructionInTheChild) {
   const TrialRun run = run_in_child([]() -> bool { __builtin_trap(); });
   EXPECT_EQ(run.outcome, TrialOutcome::kCrashed);
   EXPECT_EQ(run.signal, SIGILL);
-  EXPECT_EQ(trial_failure(run), "crashed in a trial run (signal 4)");
+  EXPECT_EQ(trial_failure(run, "disagree"), "crashed in a trial run (signal 4)");
 }
 
 TEST(TrialRun, ReportsAThrowInTheChildAsACrash) {
   const TrialRun run = run_in_child([]() -> bool { throw std::runtime_error("model fault"); });
   EXPECT_EQ(run.outcome, TrialOutcome::kCrashed);
   EXPECT_EQ(run.signal, 0);
-  EXPECT_EQ(trial_failure(run), "threw in a trial run");
+  EXPECT_EQ(trial_failure(run, "disagree"), "threw in a trial run");
 }
 
 // The parent's own arrangements do not change the answer: with SIGCHLD ignored (the
@@ -57,7 +59,7 @@ TEST(TrialRun, KillsAChildThatDoesNotAnswerInTime) {
   EXPECT_EQ(run.outcome, TrialOutcome::kCrashed);
   EXPECT_TRUE(run.timed_out);
   EXPECT_EQ(run.signal, SIGKILL);
-  EXPECT_EQ(trial_failure(run), "hung in a trial run");
+  EXPECT_EQ(trial_failure(run, "disagree"), "hung in a trial run");
 }
 
 }  // namespace
