@@ -326,7 +326,8 @@ void for_tile_stretches(const IsaKernels& k, ThreadPool& pool, const PartPanels&
       });
       for (int64_t t0 = 0; t0 < n_tokens; t0 += chunk) {
         const int64_t t1 = std::min(n_tokens, t0 + chunk);
-        panels.split(s0, s1, [&](const PartPanels::Part& p, int64_t g0, int64_t g1) { pass(p, g0, g1, room_of, t0, t1); });
+        panels.split(s0, s1,
+                     [&](const PartPanels::Part& p, int64_t g0, int64_t g1) { pass(p, g0, g1, room_of, t0, t1); });
       }
     }
   });

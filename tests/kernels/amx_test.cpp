@@ -260,35 +260,41 @@ TEST(AmxCheck, PassesTheModelsKernelsAndNotOthers) {
   EXPECT_FALSE(agrees_with_avx512(wrong));
 }
 
-// A kernel wrong in one tile shape of one type only: compact Q5_K panels (packed
-// weights), one panel alone, in a matmul whose last token group has 7 tokens. The
-// check once tried three types in two tile heights, and a wrong Q5 shape crashed
-// Sapphire Rapids after it passed.
-TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
-  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+// The model's AMX kernels, with one output of a call's first panel off by 1 wherever
+// kWrong(layout, activations, one panel alone) holds.
+template <bool (*kWrong)(const PanelLayout&, const Q8Activations&, bool)>
+IsaKernels int8_tiles_wrong_where() {
   IsaKernels wrong = *isa_kernels_amx_emulated();
   wrong.int8_panel_tiles = [](const uint8_t* unpacked0, const uint8_t* unpacked1, const PanelLayout& layout,
                               const Q8Activations& a, int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0,
                               int64_t r1) {
     isa_kernels_amx_emulated()->int8_panel_tiles(unpacked0, unpacked1, layout, a, t0, t1, y, rows, r0, r1);
-    const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
-    if (compact_q5_k && unpacked1 == nullptr && a.n_tokens % Q8Activations::kGroup == 7) y[r0] += 1.0f;
+    if (kWrong(layout, a, unpacked1 == nullptr)) y[t0 * rows + r0] += 1.0f;
   };
-  EXPECT_FALSE(agrees_with_avx512(wrong));
+  return wrong;
 }
 
-// A kernel wrong only where a matrix has an odd number of blocks, so that its last
-// block's products fall on the even C tiles.
+// Compact Q5_K panels (packed weights), one panel alone, in a matmul whose last token
+// group has 7 tokens.
+bool compact_q5_k_alone_after_7(const PanelLayout& layout, const Q8Activations& a, bool alone) {
+  const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
+  return compact_q5_k && alone && a.n_tokens % Q8Activations::kGroup == 7;
+}
+
+// An odd number of blocks, so that the last block's products fall on the even C tiles.
+bool odd_block_count(const PanelLayout& layout, const Q8Activations& a, bool) { return a.cols / layout.block % 2 != 0; }
+
+// A kernel wrong in one tile shape of one type only. The check once tried three types
+// in two tile heights, and a wrong Q5 shape crashed Sapphire Rapids after it passed.
+TEST(AmxCheck, CatchesAKernelWrongInOneTileShapeOfOneType) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
+  EXPECT_FALSE(agrees_with_avx512(int8_tiles_wrong_where<compact_q5_k_alone_after_7>()));
+}
+
+// A kernel wrong only where a matrix has an odd number of blocks.
 TEST(AmxCheck, CatchesAKernelWrongOnlyForAnOddNumberOfBlocks) {
   if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks avx512";
-  IsaKernels wrong = *isa_kernels_amx_emulated();
-  wrong.int8_panel_tiles = [](const uint8_t* unpacked0, const uint8_t* unpacked1, const PanelLayout& layout,
-                              const Q8Activations& a, int64_t t0, int64_t t1, float* y, int64_t rows, int64_t r0,
-                              int64_t r1) {
-    isa_kernels_amx_emulated()->int8_panel_tiles(unpacked0, unpacked1, layout, a, t0, t1, y, rows, r0, r1);
-    if (a.cols / layout.block % 2 != 0) y[r0] += 1.0f;
-  };
-  EXPECT_FALSE(agrees_with_avx512(wrong));
+  EXPECT_FALSE(agrees_with_avx512(int8_tiles_wrong_where<odd_block_count>()));
 }
 
 // The kernel's tiles for `tokens` rows of `k` bytes: C 0 (int32 x 16 rows), A 2, B 4.
