@@ -34,6 +34,8 @@ class HttpServer : public httplib::Server {
   // Serves, from run(), on the socket `other` listens on; `other` stops accepting and
   // its run() returns once its connections have ended.
   void take_listener(HttpServer& other);
+  // Whether it still has a socket to accept on (not taken, not stopped).
+  bool listening() const { return svr_sock_ != INVALID_SOCKET; }
   void run();   // accepts until stop()
   // Closes the listening socket and every connection between requests; a request being
   // read is dropped. A response being written is cut: stop once they are done.

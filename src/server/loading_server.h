@@ -3,6 +3,7 @@
 // check sees the server coming up instead of a refused connection. /health answers 503
 // {"status": "loading"} and every other route a 503 error, until the API server takes
 // the listening socket over.
+#include <atomic>
 #include <string>
 #include <thread>
 
@@ -15,7 +16,9 @@ class LoadingServer {
   // Listens on host:port (0: any free port) and answers on a thread of its own.
   // Throws tps::Error when it cannot listen.
   LoadingServer(const std::string& host, int port, const ConnectionLimits& limits);
-  ~LoadingServer();  // stops answering; its socket stays open when it was taken over
+  // Stops answering. Where its socket was taken over (HttpServer::take_listener), the
+  // connections it accepted before get their answer first, within a grace.
+  ~LoadingServer();
   LoadingServer(const LoadingServer&) = delete;
   LoadingServer& operator=(const LoadingServer&) = delete;
 
@@ -26,6 +29,7 @@ class LoadingServer {
   HttpServer http_;
   int port_;
   std::thread thread_;
+  std::atomic<bool> done_{false};  // run() has returned
 };
 
 }  // namespace tps
