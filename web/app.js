@@ -91,6 +91,23 @@
   const temperature = $("temperature");
   temperature.addEventListener("input", () => ($("temperature-value").value = Number(temperature.value).toFixed(2)));
 
+  // An answer is Markdown (marked, GitHub's flavour, a newline a line break), cleaned by
+  // DOMPurify down to the tags Markdown writes: the model's text must never run script,
+  // restyle the page or load anything (images would only meet the CSP's refusal).
+  const kMarkdownTags = ["p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a",
+                         "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"];
+  const kMarkdownAttributes = ["href", "title", "start", "align", "class"];
+  DOMPurify.addHook("afterSanitizeAttributes", (node) => {
+    if (node.tagName === "A") {
+      node.setAttribute("target", "_blank"); // a link must not navigate away from the chat
+      node.setAttribute("rel", "noopener noreferrer");
+    }
+  });
+  function renderMarkdown(el, markdown) {
+    el.innerHTML = DOMPurify.sanitize(marked.parse(markdown, { gfm: true, breaks: true }),
+                                      { ALLOWED_TAGS: kMarkdownTags, ALLOWED_ATTR: kMarkdownAttributes });
+  }
+
   function bubble(role, text) {
     $("empty").hidden = true;
     const el = document.createElement("div");
@@ -136,12 +153,13 @@
     let first = 0, tokens = 0, finish = "", timings = null;
     // Text goes on the page once per frame, not per token: a small model streams tens of
     // thousands of tokens a second, and a layout per token froze the page.
-    let pending = "", frameQueued = false;
+    let markdown = "", pending = "", frameQueued = false;
     const flush = () => {
       frameQueued = false;
       if (!pending) return;
-      text.append(pending);
+      markdown += pending;
       pending = "";
+      renderMarkdown(text, markdown);
       setMeta(answer, `<b>TTFT ${format.ms(first - t0)} ms</b> · streaming…`);
       answer.scrollIntoView({ block: "end" });
     };
@@ -174,7 +192,10 @@
         finish = "stopped";
       } else {
         answer.classList.add("error");
-        text.textContent += (text.textContent ? "\n" : "") + e.message;
+        const error = document.createElement("div");
+        error.className = "error-text";
+        error.textContent = e.message;
+        text.after(error);
         finish = "error";
       }
     }
@@ -185,7 +206,8 @@
     answer.dataset.tokensPerS = rate == null ? "" : String(rate);
     setMeta(answer, `<b>TTFT ${first ? format.ms(first - t0) : "–"} ms</b> · <b>${format.rate(rate)} tok/s</b>` +
                     ` · ${tokens || "?"} tokens · ${finish || "ended"}`);
-    if (text.textContent && finish !== "error") chat.history.push({ role: "assistant", content: text.textContent });
+    // The history keeps what the model wrote, not its rendering.
+    if (markdown && finish !== "error") chat.history.push({ role: "assistant", content: markdown });
     else chat.history.pop(); // the question goes unanswered; ask again
     chat.controller = null;
     $("send").disabled = false;

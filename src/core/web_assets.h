@@ -7,6 +7,8 @@ namespace tps::web_assets {
 
 extern const std::string_view kUplotJs;     // uPlot from npm (web/package-lock.json)
 extern const std::string_view kUplotCss;
+extern const std::string_view kMarkedJs;    // marked from npm: the chat's Markdown
+extern const std::string_view kPurifyJs;    // DOMPurify from npm: sanitizes marked's HTML
 extern const std::string_view kReportHtml;  // web/report.html: `tps load --html`'s page, with placeholders
 extern const std::string_view kReportJs;    // web/report.js: draws the charts
 extern const std::string_view kAppHtml;     // web/app.html: the page `tps serve` answers at /

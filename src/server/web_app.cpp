@@ -11,6 +11,8 @@ void serve_web_app(httplib::Response& res) {
   static const std::string page = fill_page(web_assets::kAppHtml, {{"/*TPS_UPLOT_CSS*/", web_assets::kUplotCss},
                                                                    {"/*TPS_APP_CSS*/", web_assets::kAppCss},
                                                                    {"/*TPS_UPLOT_JS*/", web_assets::kUplotJs},
+                                                                   {"/*TPS_MARKED_JS*/", web_assets::kMarkedJs},
+                                                                   {"/*TPS_PURIFY_JS*/", web_assets::kPurifyJs},
                                                                    {"/*TPS_APP_JS*/", web_assets::kAppJs}});
   // Everything is inline and the page only talks to this server.
   res.set_header("Content-Security-Policy",

@@ -70,6 +70,54 @@ try {
   check(/TTFT [\d.]+ ms/.test(answer.meta) && /[\d.]+ tok\/s/.test(answer.meta), "meta line: " + answer.meta);
   await page.screenshot({ path: path.join(screenshotDir, "chat.png") });
 
+  // Markdown: an answer renders as Markdown, and what would run script or load from
+  // elsewhere is removed. No small model writes a chosen text, so this answer is
+  // scripted: its events (split inside the bold, the code fence and the tags) replace
+  // the server's. The next question sends the answer's Markdown, not its rendering.
+  const pieces = ["Some **bo", "ld** and `code`:\n\n```js\nlet x = 1;\n``", "`\n\n- one\n- two\n\n",
+                  "<img src=x onerror=\"window.pwned=1\"><scr", "ipt>window.pwned=2</script>",
+                  "<style>body { display: none; }</style>![an image](https://example.com/a.png) ",
+                  "[a link](javascript:window.pwned=3) [docs](https://example.com/)"];
+  const markdown = pieces.join("");
+  const events = pieces.map((p) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: p } }] })}\n\n`)
+    .concat([`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: "stop" }] })}\n\n`,
+             "data: [DONE]\n\n"]);
+  await page.route("**/v1/chat/completions", (route) =>
+    route.fulfill({ status: 200, contentType: "text/event-stream", body: events.join("") }));
+  await page.fill("#prompt", "Show me some Markdown");
+  await page.press("#prompt", "Enter");
+  await page.waitForFunction(() => /stop/.test([...document.querySelectorAll(".msg.assistant .meta")].pop().textContent));
+  await page.unroute("**/v1/chat/completions");
+  const rendered = await page.evaluate(() => {
+    const t = [...document.querySelectorAll(".msg.assistant .text")].pop();
+    const links = [...t.querySelectorAll("a")];
+    return { strong: t.querySelector("strong")?.textContent, code: t.querySelector(":not(pre) > code")?.textContent,
+             block: t.querySelector("pre > code")?.textContent, items: t.querySelectorAll("li").length,
+             scripts: t.querySelectorAll("script").length, handlers: t.querySelectorAll("[onerror]").length,
+             others: t.querySelectorAll("img, style").length,
+             hrefs: links.map((a) => a.getAttribute("href")), targets: links.map((a) => a.target),
+             pwned: window.pwned };
+  });
+  console.log("markdown answer:", JSON.stringify(rendered));
+  check(rendered.strong === "bold" && rendered.code === "code" && rendered.block === "let x = 1;\n" &&
+        rendered.items === 2, "the answer's Markdown did not render: " + JSON.stringify(rendered));
+  check(rendered.scripts === 0 && rendered.handlers === 0 && rendered.others === 0 && rendered.pwned === undefined &&
+        !rendered.hrefs.some((h) => h && h.startsWith("javascript")),
+        "the answer's HTML was not sanitized: " + JSON.stringify(rendered));
+  check(rendered.targets.every((t) => t === "_blank"), "a link would navigate away: " + JSON.stringify(rendered));
+  let sentHistory = null;
+  await page.route("**/v1/chat/completions", (route) => {
+    sentHistory = JSON.parse(route.request().postData()).messages;
+    route.fulfill({ status: 200, contentType: "text/event-stream", body: "data: [DONE]\n\n" });
+  });
+  await page.fill("#prompt", "And again");
+  await page.press("#prompt", "Enter");
+  await page.waitForFunction(() => !document.getElementById("send").disabled && document.querySelectorAll(".msg.assistant").length >= 3);
+  await page.unroute("**/v1/chat/completions");
+  const previous = sentHistory && sentHistory.filter((m) => m.role === "assistant").pop();
+  check(previous && previous.content === markdown, "the history holds the rendering, not the Markdown: " +
+        JSON.stringify(previous));
+
   // Streaming and Stop: a long answer (past end-of-text: this test adds ignore_eos to the
   // request) shows text while it is still streaming; Stop ends it as "stopped" and the
   // server cancels it. The server is paused (SIGSTOP) from its first text until Stop,
