@@ -1,6 +1,8 @@
 // tps run: generate text from a GGUF model, streaming, then report TTFT, prefill and
 // decode speed and inter-token latency. One request on the same engine as tps serve.
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +27,7 @@ struct RunArgs {
   int64_t context = 0;
   SamplingParams sampling;
   std::vector<std::string> stop;
+  std::vector<std::string> logit_bias;
   bool json = false;
   bool no_stream = false;
   bool ignore_eos = false;
@@ -70,6 +73,20 @@ nlohmann::json summary_json(const GenerationResult& r, int threads, int64_t cont
           {"tokens", r.tokens}};
 }
 
+// llama.cpp's form: TOKEN_ID+BIAS or TOKEN_ID-BIAS (e.g. 15043+1, 2-inf).
+std::pair<int32_t, float> parse_logit_bias(const std::string& text, int64_t vocab_size) {
+  const size_t sign = text.find_first_of("+-");
+  char* end = nullptr;
+  const long id = sign == 0 || sign == std::string::npos ? -1 : std::strtol(text.c_str(), &end, 10);
+  if (id < 0 || end != text.c_str() + sign)
+    fail("--logit-bias '{}': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1 or 2-inf", text);
+  const float bias = std::strtof(text.c_str() + sign, &end);
+  if (end != text.c_str() + text.size() || end == text.c_str() + sign + 1 || std::isnan(bias))
+    fail("--logit-bias '{}': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1 or 2-inf", text);
+  if (id >= vocab_size) fail("--logit-bias '{}': token {} is outside the vocabulary of {}", text, id, vocab_size);
+  return {static_cast<int32_t>(id), bias};
+}
+
 int run(RunArgs a) {
   if (!a.prompt_file.empty()) a.prompt = read_text_file(a.prompt_file);
   ModelSession session(a.model, a.tp);
@@ -95,6 +112,7 @@ int run(RunArgs a) {
   GenerationOptions options;
   options.max_tokens = a.n_predict;
   options.sampling = a.sampling;
+  for (const std::string& b : a.logit_bias) options.sampling.logit_bias.push_back(parse_logit_bias(b, model->config().vocab_size));
   options.stop = a.stop;
   options.stop_at_eog = !a.ignore_eos;
   const bool stream = !a.json && !a.no_stream;
@@ -136,6 +154,8 @@ CommandRegistration registration{
       sub.add_option("--presence-penalty", a->sampling.presence_penalty, "presence penalty")->capture_default_str();
       sub.add_option("--frequency-penalty", a->sampling.frequency_penalty, "frequency penalty")->capture_default_str();
       sub.add_option("-s,--seed", a->sampling.seed, "sampling seed")->capture_default_str();
+      sub.add_option("-l,--logit-bias", a->logit_bias,
+                     "TOKEN_ID+BIAS or TOKEN_ID-BIAS added to that token's logit, e.g. 15043+1, 2-inf (repeatable)");
       sub.add_option("--stop", a->stop, "stop before this string (repeatable)");
       sub.add_flag("--ignore-eos", a->ignore_eos, "keep generating past end-of-generation tokens");
       sub.add_flag("--no-display-prompt", a->hide_prompt, "print only the generated text, not the prompt first");

@@ -73,16 +73,22 @@ double Sampler::uniform() {
   return static_cast<double>(rng_() >> 11) * 0x1.0p-53;
 }
 
+void Sampler::adjust(std::span<float> logits, std::span<const int32_t> history) {
+  for (const auto& [id, amount] : params_.logit_bias)
+    if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] += amount;
+  apply_penalties(logits, history, params_, window_);
+}
+
 int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> history) {
   if (greedy()) {
-    apply_penalties(logits, history, params_, window_);
+    adjust(logits, history);
     return argmax(logits);
   }
   return draw(weigh(select(logits, history)));
 }
 
 float Sampler::select(std::span<float> logits, std::span<const int32_t> history) {
-  apply_penalties(logits, history, params_, window_);
+  adjust(logits, history);
   const size_t n = logits.size();
   const float max_logit = *std::max_element(logits.begin(), logits.end());
   // min-p keeps p_i >= min_p * p_max, i.e. logit_i >= max_logit + log(min_p), and always the best.
@@ -110,7 +116,7 @@ void Sampler::distribution(std::span<float> logits, std::span<const int32_t> his
   out.ids.clear();
   out.probs.clear();
   if (greedy()) {
-    apply_penalties(logits, history, params_, window_);
+    adjust(logits, history);
     out.ids.push_back(argmax(logits));
     out.probs.push_back(1.0f);
     return;

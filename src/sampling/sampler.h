@@ -1,10 +1,11 @@
 #pragma once
-// Turns logits into the next token as llama.cpp's default chain does: penalties, then
-// top-k, top-p, min-p, temperature, and a draw from a seeded generator (greedy when
+// Turns logits into the next token as llama.cpp's default chain does: logit bias,
+// penalties, then top-k, top-p, min-p, temperature, and a draw from a seeded generator (greedy when
 // temperature <= 0). Reproducible for a given seed on any platform.
 #include <cstdint>
 #include <random>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace tps {
@@ -18,6 +19,9 @@ struct SamplingParams {
   int32_t repeat_last_n = 64;
   float presence_penalty = 0.0f;
   float frequency_penalty = 0.0f;
+  // (token id, amount) added to those tokens' logits before anything else (OpenAI's
+  // logit_bias); -100 as good as bans a token, +100 as good as forces it.
+  std::vector<std::pair<int32_t, float>> logit_bias;
   uint64_t seed = 0;
 
   // A draw from softmax(logits / temperature) with no top-k, top-p or min-p
@@ -62,6 +66,8 @@ class Sampler {
 
  private:
   double uniform();  // in [0, 1)
+  // The logit bias, then the penalties: what every path does to the logits first.
+  void adjust(std::span<float> logits, std::span<const int32_t> history);
   // Penalties, then candidates_ cut by top-k, top-p and min-p; returns the best logit.
   float select(std::span<float> logits, std::span<const int32_t> history);
   // Leaves candidates_ (the whole vocabulary on entry) sorted best first and cut to the

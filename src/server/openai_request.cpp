@@ -1,5 +1,6 @@
 #include "server/openai_request.h"
 
+#include <charconv>
 #include <random>
 #include <set>
 
@@ -59,7 +60,6 @@ bool is_harmless(const std::string& key, const json& v) {
   if (key == "best_of") return v.is_number_integer() && v.get<int64_t>() == 1;
   if (key == "suffix" || key == "tools" || key == "tool_choice" || key == "functions")
     return (v.is_array() && v.empty()) || (key == "tool_choice" && v == "none");
-  if (key == "logit_bias") return v.is_object() && v.empty();
   if (key == "response_format") return v.is_object() && v.value("type", "") == "text";
   if (key == "parallel_tool_calls") return v.is_boolean();
   return false;
@@ -114,6 +114,20 @@ void parse_prompt(const json& v, const ApiLimits& limits, ApiRequest& r) {
   for (const auto& t : *p) {
     if (t.is_string()) bad("prompt", "'prompt' with several strings asks for a batch; send one request per prompt");
     r.prompt_tokens.push_back(static_cast<int32_t>(get_integer(t, "prompt", 0, limits.vocab_size - 1)));
+  }
+}
+
+// {"token id": bias in [-100, 100], ...}, as OpenAI's API takes it.
+void parse_logit_bias(const json& v, const ApiLimits& limits, ApiRequest& r) {
+  if (!v.is_object()) bad("logit_bias", fmt::format("'logit_bias' must be an object, got {}", json_type(v)));
+  for (const auto& [key, amount] : v.items()) {
+    const std::string where = fmt::format("logit_bias.{}", key);
+    int64_t id = -1;
+    const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= limits.vocab_size)
+      bad("logit_bias", fmt::format("'logit_bias' keys must be token ids from 0 to {}, got '{}'",
+                                    limits.vocab_size - 1, key));
+    r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(get_number(amount, where, -100, 100)));
   }
 }
 
@@ -172,6 +186,8 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
       r.sampling.seed = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
     } else if (key == "stop") {
       parse_stop(v, r);
+    } else if (key == "logit_bias") {
+      parse_logit_bias(v, limits, r);
     } else if (key == "presence_penalty") {
       r.sampling.presence_penalty = static_cast<float>(get_number(v, key, -2, 2));
     } else if (key == "frequency_penalty") {

@@ -66,6 +66,21 @@ TEST(Cli, RunJsonReportsTheSummary) {
     EXPECT_NE(r.out.find(key), std::string::npos) << key << "\n" << r.out;
 }
 
+TEST(Cli, RunLogitBiasBansATokenAndBadFormsAreOneLineErrors) {
+  TPS_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
+  const std::string run = "run -m " + model + " -p 'Once upon a time' -n 2 --temp 0 -t 1 --no-display-prompt";
+  // Greedy ", there"; with ',' (token 432) banned the text must start otherwise.
+  EXPECT_EQ(testing::run_command(tps(run + " 2>/dev/null")).out, ", there\n");
+  for (const char* ban : {" -l 432-inf", " --logit-bias 432-100", " -l 432-inf --spec ngram"}) {
+    auto banned = testing::run_command(tps(run + ban + " 2>/dev/null"));
+    EXPECT_EQ(banned.rc, 0) << ban;
+    EXPECT_NE(banned.out.rfind(",", 0), 0u) << ban << ": " << banned.out;
+  }
+  for (const char* bad : {"432", "x+1", "+1", "432+", "432+up", "432+nan", "432+1x"})
+    expect_one_line_error(run + " -l '" + bad + "'", "expected TOKEN_ID+BIAS or TOKEN_ID-BIAS");
+  expect_one_line_error(run + " -l 512+1", "token 512 is outside the vocabulary of 512");
+}
+
 TEST(Cli, InspectShowsTheShapeAndTensors) {
   TPS_REQUIRE_FIXTURE(model, "models/stories260K.gguf");
   auto r = testing::run_command(tps("inspect " + model));

@@ -138,6 +138,37 @@ TEST(Sampler, PresenceAndFrequencyPenaltiesSubtract) {
   EXPECT_FLOAT_EQ(l[2], 1.0f);
 }
 
+TEST(Sampler, LogitBiasShiftsGreedyDrawsAndVerification) {
+  SamplingParams greedy = SamplingParams::untruncated(0.0f);
+  greedy.logit_bias = {{1, -100.0f}, {2, 0.5f}};
+  Sampler s(greedy);
+  std::vector<float> l = {1.0f, 3.0f, 2.0f};
+  EXPECT_EQ(s.sample(l, {}), 2);
+  // Applied before the penalties: token 2's logit 2.5 is divided by the repeat penalty.
+  SamplingParams penalized = greedy;
+  penalized.repeat_penalty = 2.0f;
+  Sampler p(penalized);
+  l = {1.6f, 3.0f, 2.0f};
+  const std::vector<int32_t> history = {2};
+  EXPECT_EQ(p.sample(l, history), 0);
+  // Sampled: at temperature 1, +log(3) on token 0 of two equal tokens makes it 3 in 4.
+  SamplingParams sampled = SamplingParams::untruncated(1.0f);
+  sampled.logit_bias = {{0, static_cast<float>(std::log(3.0))}};
+  auto h = histogram(sampled, logits_of({0.5, 0.5}), 20000);
+  EXPECT_NEAR(h[0] / 20000.0, 0.75, 0.015);
+  // A banned token is never drawn, nor kept when a drafter proposes it.
+  sampled.logit_bias = {{1, -std::numeric_limits<float>::infinity()}};
+  h = histogram(sampled, logits_of({0.1, 0.8, 0.1}), 5000);
+  EXPECT_EQ(h.count(1), 0u);
+  Sampler v(sampled);
+  for (int i = 0; i < 200; ++i) {
+    std::vector<float> logits = logits_of({0.1, 0.8, 0.1});
+    bool kept = true;
+    EXPECT_NE(v.verify(logits, {}, 1, nullptr, &kept), 1);
+    EXPECT_FALSE(kept);
+  }
+}
+
 TEST(Sampler, SameSeedSameDrawsAndOtherSeedOtherDraws) {
   SamplingParams p;  // the defaults: temperature, top-k, top-p and min-p all on
   std::vector<float> logits(64);

@@ -1,5 +1,7 @@
 #include "server/openai_request.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -37,6 +39,18 @@ TEST(OpenAiRequest, ParsesACompletion) {
   EXPECT_FLOAT_EQ(r.sampling.repeat_penalty, 1.1f);
   EXPECT_EQ(r.top_logprobs, 2);
   EXPECT_TRUE(r.ignore_eos && r.stream && r.include_usage && r.continuous_usage);
+}
+
+TEST(OpenAiRequest, ParsesLogitBias) {
+  ApiRequest r = parse_api_request(Endpoint::kChat,
+                                   R"({"messages":[{"role":"user","content":"a"}],"logit_bias":{"5":-100,"511":2.5}})",
+                                   kLimits);
+  ASSERT_EQ(r.sampling.logit_bias.size(), 2u);
+  std::sort(r.sampling.logit_bias.begin(), r.sampling.logit_bias.end());
+  EXPECT_EQ(r.sampling.logit_bias[0], (std::pair<int32_t, float>{5, -100.0f}));
+  EXPECT_EQ(r.sampling.logit_bias[1], (std::pair<int32_t, float>{511, 2.5f}));
+  EXPECT_TRUE(parse_api_request(Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{}})", kLimits)
+                  .sampling.logit_bias.empty());
 }
 
 TEST(OpenAiRequest, ParsesTokenPromptsAndChat) {
@@ -137,6 +151,13 @@ TEST(OpenAiRequest, RejectsBadInputNamingTheField) {
       {Endpoint::kCompletions, R"({"prompt":"a","stream":true,"stream_options":{"x":1}})", "stream_options.x"},
       {Endpoint::kCompletions, R"({"prompt":"a","echo":true})", "echo"},
       {Endpoint::kCompletions, R"({"prompt":"a","seed":"x"})", "seed"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":[1]})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"x":1}})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"-1":1}})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"512":1}})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5 ":1}})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5":101}})", "logit_bias.5"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5":"up"}})", "logit_bias.5"},
       {Endpoint::kCompletions, R"({"messages":[{"role":"user","content":"a"}]})", "messages"},
       {Endpoint::kChat, R"({"messages":[]})", "messages"},
       {Endpoint::kChat, R"({"messages":"hi"})", "messages"},

@@ -221,6 +221,41 @@ TEST(Serve, StopStringsAndLogprobs) {
   EXPECT_EQ(content[0]["top_logprobs"].size(), 2u);
 }
 
+TEST(Serve, LogitBiasBansAndForcesTokensOnBothEndpoints) {
+  REQUIRE_MODEL(model, kStories);
+  ServeProcess server;
+  ASSERT_EQ(server.start(model), "");
+  auto c = server.client();
+  json req = completion("Once upon a time", 6);
+  req["logprobs"] = 1;
+  req["return_tokens_as_token_ids"] = true;  // tokens named "token_id:N"
+  Reply plain = post(*c, "/v1/completions", req);
+  ASSERT_EQ(plain.status, 200) << plain.raw;
+  const std::string first = plain.body["choices"][0]["logprobs"]["tokens"][0];
+  ASSERT_EQ(first.rfind("token_id:", 0), 0u) << first;
+  // Banned, the greedy first token gives way.
+  req["logit_bias"] = {{first.substr(9), -100}};
+  Reply banned = post(*c, "/v1/completions", req);
+  ASSERT_EQ(banned.status, 200) << banned.raw;
+  EXPECT_NE(banned.body["choices"][0]["logprobs"]["tokens"][0], first) << banned.raw;
+  req["stream"] = true;
+  EXPECT_EQ(post_stream(*c, "/v1/completions", req).text, banned.body["choices"][0]["text"]);
+  // Forced: +100 on one token makes every step pick it, in chat too.
+  json creq = chat("Hi", 3);
+  creq["logprobs"] = true;
+  creq["return_tokens_as_token_ids"] = true;
+  creq["logit_bias"] = {{"300", 100}};
+  Reply forced = post(*c, "/v1/chat/completions", creq);
+  ASSERT_EQ(forced.status, 200) << forced.raw;
+  const json& steps = forced.body["choices"][0]["logprobs"]["content"];
+  ASSERT_EQ(steps.size(), 3u) << forced.raw;
+  for (const json& step : steps) EXPECT_EQ(step["token"], "token_id:300") << forced.raw;
+  creq["logit_bias"] = {{"100000", 1}};
+  Reply bad = post(*c, "/v1/chat/completions", creq);
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["param"], "logit_bias") << bad.raw;
+}
+
 TEST(Serve, PreemptionUnderTinyKvCacheCompletesEveryRequestCorrectly) {
   REQUIRE_MODEL(model, kStories);
   ServeProcess server;
