@@ -254,6 +254,8 @@ TPS_MATMUL_BENCH(q4_1, kQ4_1);
 TPS_MATMUL_BENCH(q5_0, kQ5_0);
 TPS_MATMUL_BENCH(q5_k, kQ5_K);
 TPS_MATMUL_BENCH(bf16, kBF16);
+TPS_MATMUL_BENCH(iq4_nl, kIQ4_NL);
+TPS_MATMUL_BENCH(iq4_xs, kIQ4_XS);
 
 // The panel kernels of the integer paths, one per panel shape.
 #define TPS_PANEL_BENCH(name, type)                     \

@@ -19,15 +19,18 @@ namespace tps {
 // the K-quants); and its scales, f16 per block or K-quant codes under a super-block
 // header of d and dmin (Q4_K, Q5_K).
 enum class Bias : bool { kZeroPoint, kPerBlock };
-enum class Scales : bool { kF16, kKQuant };
+// A block's scale: an f16, or a code times its super-block's d (kKQuant: u8 scale and
+// min codes, Q4_K and Q5_K; kI8: an i8 scale code, Q6_K and IQ4_XS).
+enum class Scales : uint8_t { kF16, kKQuant, kI8 };
 // The PanelLayout a kernel shape reads (its zero point plays no part in the sizes).
-constexpr PanelLayout shape_layout(int code_bits, int block, Bias bias, Scales scales, int stored_bits) {
+constexpr PanelLayout shape_layout(int code_bits, int block, Bias bias, Scales scales, int stored_bits, bool iq4) {
   return {.code_bits = code_bits,
           .block = block,
           .has_bias = bias == Bias::kPerBlock,
           .k_scales = scales == Scales::kKQuant,
           .stored_bits = stored_bits,
-          .i8_scales = block == 16};  // blocks of 16 are Q6_K's, with i8 scales
+          .i8_scales = scales == Scales::kI8,
+          .iq4_values = iq4};
 }
 
 // Where one token's quantized activations go: block b (of 32) of its codes at

@@ -21,6 +21,8 @@ constexpr PanelLayout kQ8_0{.code_bits = 8, .block = 32, .offset = 128};
 constexpr PanelLayout kQ4_K{.code_bits = 4, .block = 32, .has_bias = true, .k_scales = true};
 constexpr PanelLayout kQ5_K{.code_bits = 8, .block = 32, .has_bias = true, .k_scales = true, .stored_bits = 5};
 constexpr PanelLayout kQ6_K{.code_bits = 8, .block = 16, .offset = 32, .stored_bits = 6, .i8_scales = true};
+constexpr PanelLayout kIQ4_NL{.code_bits = 4, .block = 32, .offset = 128, .iq4_values = true};
+constexpr PanelLayout kIQ4_XS{.code_bits = 4, .block = 32, .offset = 128, .i8_scales = true, .iq4_values = true};
 
 // One panel block of one row: codes (unsigned), scale and bias, value = s * code + m
 // (the K-quants' scales go to the panel as codes: s and m stay unset).
@@ -76,6 +78,11 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       }
       return;
     }
+    case GgmlType::kIQ4_XS: {
+      const uint8_t* qs = reinterpret_cast<const BlockIQ4_XS*>(row)[b / 8].qs + 16 * (b % 8);
+      for (int j = 0; j < 16; ++j) out->codes[j] = qs[j] & 0xF, out->codes[j + 16] = qs[j] >> 4;
+      return;
+    }
     case GgmlType::kQ6_K: {
       const auto& q = reinterpret_cast<const BlockQ6_K*>(row)[b / 16];
       int p0 = static_cast<int>(b % 16) * 16;
@@ -105,6 +112,8 @@ const PanelLayout* panel_layout(GgmlType t) {
     case GgmlType::kQ4_K: return &kQ4_K;
     case GgmlType::kQ5_K: return &kQ5_K;
     case GgmlType::kQ6_K: return &kQ6_K;
+    case GgmlType::kIQ4_NL: return &kIQ4_NL;
+    case GgmlType::kIQ4_XS: return &kIQ4_XS;
     default: return nullptr;
   }
 }
@@ -136,6 +145,10 @@ void pack_panel_q4_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) 
   pack_panel_copied<BlockQ4_0, 4, 0>(kQ4_0, w, rb, g, dst);
 }
 
+void pack_panel_iq4_nl(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
+  pack_panel_copied<BlockIQ4_NL, 4, 0>(kIQ4_NL, w, rb, g, dst);  // Q4_0's bytes; the codes index kIq4Values
+}
+
 void pack_panel_q8_0(const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   pack_panel_copied<BlockQ8_0, 8, 0x80808080u>(kQ8_0, w, rb, g, dst);  // int8 q -> unsigned code q + 128
 }
@@ -153,13 +166,21 @@ void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) 
   }
 }
 
-// The K-quants (super_headers()): per super-block, a header of each row's d (and dmin),
-// then its units, each block with its codes and one scale code byte per row (and one
-// min code byte for Q4_K and Q5_K).
+// The super-block formats with an i8 scale per block: where a super-block keeps its
+// f16 d, and block j's scale.
+const uint8_t* i8_super_d(GgmlType t, const uint8_t* sb) {
+  return t == GgmlType::kQ6_K ? reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ6_K*>(sb)->d) : sb;
+}
+int8_t i8_block_scale(GgmlType t, const uint8_t* sb, int j) {
+  if (t == GgmlType::kQ6_K) return reinterpret_cast<const BlockQ6_K*>(sb)->scales[j];
+  return static_cast<int8_t>(iq4_xs_scale(*reinterpret_cast<const BlockIQ4_XS*>(sb), j));
+}
+
+// The K-quants and IQ4_XS (super_headers()): per super-block, a header of each row's d
+// (and dmin), then its units, each block with its codes and one scale code byte per row
+// (and one min code byte for Q4_K and Q5_K).
 void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
-  const size_t super_bytes = w.type == GgmlType::kQ6_K   ? sizeof(BlockQ6_K)
-                             : w.type == GgmlType::kQ5_K ? sizeof(BlockQ5_K)
-                                                         : sizeof(BlockQ4_K);
+  const size_t super_bytes = type_info(w.type).block_bytes;
   const int64_t blocks = w.cols / L.block, blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
   std::memset(dst, 0, L.wide_panel_bytes(w.cols));
   DecodedBlock dec;
@@ -172,7 +193,7 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
       if (j == 0) {
         uint8_t* header = dst + L.super_header(s);
         if (L.i8_scales) {
-          std::memcpy(header + 2 * r, &reinterpret_cast<const BlockQ6_K*>(sb)->d, 2);
+          std::memcpy(header + 2 * r, i8_super_d(w.type, sb), 2);
         } else {
           std::memcpy(header + 2 * r, sb, 2);           // d
           std::memcpy(header + 32 + 2 * r, sb + 2, 2);  // dmin
@@ -181,7 +202,7 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
       decode_block(w.type, row, b, &dec);
       put_codes(L, dec.codes, r, dst + L.block_codes(b));
       uint8_t* sc = dst + L.unit_scales(u);
-      if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(reinterpret_cast<const BlockQ6_K*>(sb)->scales[j]);
+      if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(i8_block_scale(w.type, sb, j));
       else unpack_k_scale(sb + 4, j, sc + r, sc + kPanelRows + r);
     }
   }
@@ -210,6 +231,7 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
   const PanelLayout& L = *panel_layout(w.type);
   if (w.type == GgmlType::kQ4_0) return pack_panel_q4_0(w, rb, g, dst);
   if (w.type == GgmlType::kQ8_0) return pack_panel_q8_0(w, rb, g, dst);
+  if (w.type == GgmlType::kIQ4_NL) return pack_panel_iq4_nl(w, rb, g, dst);
   if (L.super_headers()) return pack_panel_k(L, w, rb, g, dst);
   int64_t nblocks = w.cols / L.block;
   DecodedBlock dec;

@@ -17,7 +17,9 @@
 //   the file's size: every 256 elements (one super-block) a header of 16 f16 d (and
 //   for Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales (Q4_K,
 //   Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn, scale = d * sc, bias = -dmin *
-//   mn; i8_scales (Q6_K): 16 i8 scale codes sc, scale = d * sc, bias = -32 * scale.
+//   mn; i8_scales (Q6_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
+//   -32 * scale (Q6_K) or -128 * scale (IQ4_XS, whose looked-up codes have offset 128).
+//   IQ4_NL is Q4_0's layout with IQ4's codes (iq4_values): scale = d, bias = -128 * d.
 //   Scales are exact in f32 either way (an 8-bit code times an f16).
 // Panel unit layout (16 rows): a unit is one block, or two for Q6_K (whose two blocks'
 // i8 scales share 32 bytes); the units of a super-block follow its header. A unit's
@@ -43,16 +45,25 @@
 // k side by side (panel element 16 k + r is W[16 g + r, k]): one vector load gives 16
 // rows at one column, which a tile multiplies by each token's broadcast activation (an
 // outer product), so a weight vector serves many tokens and no sum is horizontal.
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 
 #include "core/huge_pages.h"
 #include "kernels/matmul.h"
+#include "quant/blocks.h"
 
 namespace tps {
 
 constexpr int kPanelRows = 16;
+
+// The 8-bit codes of IQ4 panels' nibbles: kIq4Values + 128.
+inline constexpr auto kIq4PanelCodes = [] {
+  std::array<uint8_t, 16> codes{};
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(kIq4Values[i] + 128);
+  return codes;
+}();
 
 // Where a compact block keeps code vector g's bits 4.. (stored_bits - 4 of them per code):
 // at bits (stored_bits - 4) g.. of each byte of the block's high-bit vector. Every
@@ -80,9 +91,12 @@ struct PanelLayout {
   // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
   int stored_bits = 0;
   bool i8_scales = false;
+  // 4-bit codes that index kIq4Values (IQ4_NL, IQ4_XS): the kernels look each up as
+  // kIq4PanelCodes, an 8-bit code with offset 128, right after unpacking the nibble.
+  bool iq4_values = false;
   constexpr bool compact() const { return stored_bits != 0; }
   constexpr bool super_headers() const { return k_scales || i8_scales; }
-  constexpr int unit_blocks() const { return i8_scales ? 2 : 1; }
+  constexpr int unit_blocks() const { return 32 / block; }  // a unit holds 32 elements
   constexpr size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
   constexpr size_t scale_bytes() const { return k_scales || i8_scales ? 32 : 32 + (has_bias ? 32 : 0); }
   constexpr size_t stored_code_bytes() const {

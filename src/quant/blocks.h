@@ -62,7 +62,27 @@ struct BlockQ6_K {
   uint16_t d;
 };
 
+// The non-linear 4-bit formats: a code indexes these 16 values (IQ4_NL's table), spaced
+// closer near 0 where weights crowd.
+inline constexpr int8_t kIq4Values[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// value = d * kIq4Values[q]; nibbles as Q4_0 (element j low nibble of qs[j], j + 16 high).
+struct BlockIQ4_NL {
+  uint16_t d;
+  uint8_t qs[kQk / 2];
+};
+// 8 sub-blocks of 32, each with a 6-bit scale code ls (low 4 bits in scales_l, a nibble
+// per sub-block, high 2 in scales_h, two bits per sub-block): value = d * (ls - 32) *
+// kIq4Values[q]. Sub-block j's nibbles in qs[16 j ..], as IQ4_NL's.
+struct BlockIQ4_XS {
+  uint16_t d;
+  uint16_t scales_h;
+  uint8_t scales_l[kQkK / 64];
+  uint8_t qs[kQkK / 2];
+};
+
 static_assert(sizeof(BlockQ4_0) == 18);
+static_assert(sizeof(BlockIQ4_NL) == 18);
+static_assert(sizeof(BlockIQ4_XS) == 136);
 static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
@@ -80,6 +100,11 @@ inline void unpack_k_scale(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
     *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// Sub-block j's (0..7) signed scale ls - 32 of an IQ4_XS super-block.
+inline int iq4_xs_scale(const BlockIQ4_XS& b, int j) {
+  return ((b.scales_l[j / 2] >> (4 * (j % 2))) & 0xF) + (((b.scales_h >> (2 * j)) & 3) << 4) - 32;
 }
 
 }  // namespace tps

@@ -13,6 +13,8 @@ void dequantize_row_q8_0(const void* src, float* dst, int64_t n);
 void dequantize_row_q4_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q5_k(const void* src, float* dst, int64_t n);
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_nl(const void* src, float* dst, int64_t n);
+void dequantize_row_iq4_xs(const void* src, float* dst, int64_t n);
 
 void quantize_row_q4_0(const float* src, void* dst, int64_t n);
 void quantize_row_q4_1(const float* src, void* dst, int64_t n);
@@ -22,5 +24,7 @@ void quantize_row_q8_0(const float* src, void* dst, int64_t n);
 void quantize_row_q4_k(const float* src, void* dst, int64_t n);
 void quantize_row_q5_k(const float* src, void* dst, int64_t n);
 void quantize_row_q6_k(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_nl(const float* src, void* dst, int64_t n);
+void quantize_row_iq4_xs(const float* src, void* dst, int64_t n);
 
 }  // namespace tps

@@ -34,6 +34,8 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
     case GgmlType::kQ4_K: dequantize_row_q4_k(src, dst, n); return;
     case GgmlType::kQ5_K: dequantize_row_q5_k(src, dst, n); return;
     case GgmlType::kQ6_K: dequantize_row_q6_k(src, dst, n); return;
+    case GgmlType::kIQ4_NL: dequantize_row_iq4_nl(src, dst, n); return;
+    case GgmlType::kIQ4_XS: dequantize_row_iq4_xs(src, dst, n); return;
     default: fail("cannot dequantize tensor type {}", type_name(t));
   }
 }
@@ -59,6 +61,8 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     case GgmlType::kQ4_K: quantize_row_q4_k(src, dst, n); return;
     case GgmlType::kQ5_K: quantize_row_q5_k(src, dst, n); return;
     case GgmlType::kQ6_K: quantize_row_q6_k(src, dst, n); return;
+    case GgmlType::kIQ4_NL: quantize_row_iq4_nl(src, dst, n); return;
+    case GgmlType::kIQ4_XS: quantize_row_iq4_xs(src, dst, n); return;
     default: fail("cannot quantize to tensor type {}", type_name(t));
   }
 }

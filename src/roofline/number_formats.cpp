@@ -32,6 +32,8 @@ const std::vector<WeightFormat>& weight_formats() {
       {"q4_k_m", 4.85, kIntPaths},  // mix of q4_k and q6_k, llama.cpp's typical average
       {"q4_0", 4.5, kIntPaths},
       {"q4_k", 4.5, kIntPaths},
+      {"iq4_nl", 4.5, kIntPaths},
+      {"iq4_xs", 4.25, kIntPaths},
       {"int4", 4.125, kIntPaths},   // 4 bits + an f16 scale per 128 (GPTQ/AWQ style)
       {"q3_k", 3.4375, kIntPaths},
       {"q2_k", 2.625, kIntPaths},

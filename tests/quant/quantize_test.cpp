@@ -56,7 +56,8 @@ INSTANTIATE_TEST_SUITE_P(
                     RoundTripCase{GgmlType::kQ4_0, 0.12}, RoundTripCase{GgmlType::kQ4_1, 0.12},
                     RoundTripCase{GgmlType::kQ5_0, 0.06}, RoundTripCase{GgmlType::kQ5_1, 0.06},
                     RoundTripCase{GgmlType::kQ4_K, 0.12}, RoundTripCase{GgmlType::kQ5_K, 0.06},
-                    RoundTripCase{GgmlType::kQ6_K, 0.03}),
+                    RoundTripCase{GgmlType::kQ6_K, 0.03}, RoundTripCase{GgmlType::kIQ4_NL, 0.1},
+                    RoundTripCase{GgmlType::kIQ4_XS, 0.1}),
     [](const auto& info) { return std::string(type_name(info.param.type)); });
 
 TEST(Quantize, SupportedTypes) {
@@ -188,6 +189,39 @@ TEST(KnownBlock, Q6_K) {
     int high = (qh[32 * half + l] >> (2 * quarter)) & 3;
     float expect = 0.125f * scales[p / 16] * static_cast<float>((low | (high << 4)) - 32);
     EXPECT_FLOAT_EQ(y[p], expect) << "element " << p;
+  }
+}
+
+// The 16 values of the IQ4 formats, as llama.cpp's IQ4_NL defines them.
+constexpr int kIq4[16] = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+TEST(KnownBlock, IQ4_NL) {
+  std::vector<uint8_t> b = pattern(18, 7);
+  put_f16(b.data(), 0.25f);
+  auto y = dequantized(GgmlType::kIQ4_NL, b);
+  for (int j = 0; j < 16; ++j) {
+    EXPECT_EQ(y[j], 0.25f * kIq4[b[2 + j] & 0xF]) << j;
+    EXPECT_EQ(y[j + 16], 0.25f * kIq4[b[2 + j] >> 4]) << j + 16;
+  }
+}
+
+TEST(KnownBlock, IQ4_XS) {
+  // Sub-block j's 6-bit scale code ls: low 4 bits in nibble j of scales_l (bytes 4-7,
+  // the low nibble first), high 2 bits at bits 2j of scales_h (bytes 2-3, little-endian).
+  const int ls[8] = {0, 63, 32, 31, 17, 48, 5, 40};
+  std::vector<uint8_t> b = pattern(136, 9);
+  put_f16(b.data(), 0.125f);
+  uint16_t high = 0;
+  for (int j = 0; j < 8; ++j) high = static_cast<uint16_t>(high | ((ls[j] >> 4) << (2 * j)));
+  std::memcpy(b.data() + 2, &high, 2);
+  for (int j = 0; j < 4; ++j) b[4 + j] = static_cast<uint8_t>((ls[2 * j] & 0xF) | ((ls[2 * j + 1] & 0xF) << 4));
+  const uint8_t* qs = b.data() + 8;
+  auto y = dequantized(GgmlType::kIQ4_XS, b);
+  for (int p = 0; p < 256; ++p) {
+    const int j = p / 32, l = p % 32;
+    const uint8_t byte = qs[16 * j + l % 16];
+    const int q = l < 16 ? (byte & 0xF) : (byte >> 4);
+    EXPECT_EQ(y[p], 0.125f * static_cast<float>(ls[j] - 32) * static_cast<float>(kIq4[q])) << "element " << p;
   }
 }
 

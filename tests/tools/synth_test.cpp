@@ -151,6 +151,10 @@ TEST(Synth, PresetsKeepTheirShapeAndFallBackWhereBlocksDoNotFit) {
   EXPECT_EQ(g->find_tensor("output.weight")->type, GgmlType::kQ8_0);
   EXPECT_EQ(g->find_tensor("blk.0.ffn_down.weight")->type, GgmlType::kF16);
   EXPECT_FALSE(r.notes.empty());
+  // IQ4_XS's rows of 64 take IQ4_NL, as llama.cpp's quantizer does.
+  g = synth(stories, "iq4_xs", "stories-iq4.gguf");
+  EXPECT_EQ(g->find_tensor("blk.0.attn_q.weight")->type, GgmlType::kIQ4_NL);
+  EXPECT_EQ(g->find_tensor("blk.0.ffn_down.weight")->type, GgmlType::kF16);
 
   ModelConfig qwen = *find_model_preset("qwen2.5-0.5b");
   qwen.n_layers = 1;
