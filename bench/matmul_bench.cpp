@@ -256,6 +256,7 @@ TPS_MATMUL_BENCH(q5_k, kQ5_K);
 TPS_MATMUL_BENCH(bf16, kBF16);
 TPS_MATMUL_BENCH(iq4_nl, kIQ4_NL);
 TPS_MATMUL_BENCH(iq4_xs, kIQ4_XS);
+TPS_MATMUL_BENCH(q3_k, kQ3_K);
 
 // The panel kernels of the integer paths, one per panel shape.
 #define TPS_PANEL_BENCH(name, type)                     \

@@ -21,6 +21,7 @@ constexpr PanelLayout kQ8_0{.code_bits = 8, .block = 32, .offset = 128};
 constexpr PanelLayout kQ4_K{.code_bits = 4, .block = 32, .has_bias = true, .k_scales = true};
 constexpr PanelLayout kQ5_K{.code_bits = 8, .block = 32, .has_bias = true, .k_scales = true, .stored_bits = 5};
 constexpr PanelLayout kQ6_K{.code_bits = 8, .block = 16, .offset = 32, .stored_bits = 6, .i8_scales = true};
+constexpr PanelLayout kQ3_K{.code_bits = 4, .block = 16, .offset = 4, .i8_scales = true};
 constexpr PanelLayout kIQ4_NL{.code_bits = 4, .block = 32, .offset = 128, .iq4_values = true};
 constexpr PanelLayout kIQ4_XS{.code_bits = 4, .block = 32, .offset = 128, .i8_scales = true, .iq4_values = true};
 
@@ -78,6 +79,11 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       }
       return;
     }
+    case GgmlType::kQ3_K: {
+      const auto& q = reinterpret_cast<const BlockQ3_K*>(row)[b / 16];
+      for (int i = 0; i < 16; ++i) out->codes[i] = static_cast<uint8_t>(q3_k_code(q, static_cast<int>(b % 16) * 16 + i));
+      return;
+    }
     case GgmlType::kIQ4_XS: {
       const uint8_t* qs = reinterpret_cast<const BlockIQ4_XS*>(row)[b / 8].qs + 16 * (b % 8);
       for (int j = 0; j < 16; ++j) out->codes[j] = qs[j] & 0xF, out->codes[j + 16] = qs[j] >> 4;
@@ -112,6 +118,7 @@ const PanelLayout* panel_layout(GgmlType t) {
     case GgmlType::kQ4_K: return &kQ4_K;
     case GgmlType::kQ5_K: return &kQ5_K;
     case GgmlType::kQ6_K: return &kQ6_K;
+    case GgmlType::kQ3_K: return &kQ3_K;
     case GgmlType::kIQ4_NL: return &kIQ4_NL;
     case GgmlType::kIQ4_XS: return &kIQ4_XS;
     default: return nullptr;
@@ -159,8 +166,8 @@ void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) 
     for (int i = 0; i < 4; ++i) {
       if (L.code_bits == 8) {
         dst[64 * k + 4 * r + i] = codes[4 * k + i];
-      } else if (k < 4) {  // 4-bit: vector k holds codes 4k.. (low) and 16+4k.. (high)
-        dst[64 * k + 4 * r + i] = static_cast<uint8_t>(codes[4 * k + i] | (codes[16 + 4 * k + i] << 4));
+      } else if (k < L.block / 8) {  // 4-bit: vector k holds codes 4k.. (low) and block/2 + 4k.. (high)
+        dst[64 * k + 4 * r + i] = static_cast<uint8_t>(codes[4 * k + i] | (codes[L.block / 2 + 4 * k + i] << 4));
       }
     }
   }
@@ -169,10 +176,13 @@ void put_codes(const PanelLayout& L, const uint8_t* codes, int r, uint8_t* dst) 
 // The super-block formats with an i8 scale per block: where a super-block keeps its
 // f16 d, and block j's scale.
 const uint8_t* i8_super_d(GgmlType t, const uint8_t* sb) {
-  return t == GgmlType::kQ6_K ? reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ6_K*>(sb)->d) : sb;
+  if (t == GgmlType::kQ6_K) return reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ6_K*>(sb)->d);
+  if (t == GgmlType::kQ3_K) return reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ3_K*>(sb)->d);
+  return sb;  // IQ4_XS
 }
 int8_t i8_block_scale(GgmlType t, const uint8_t* sb, int j) {
   if (t == GgmlType::kQ6_K) return reinterpret_cast<const BlockQ6_K*>(sb)->scales[j];
+  if (t == GgmlType::kQ3_K) return static_cast<int8_t>(q3_k_scale(*reinterpret_cast<const BlockQ3_K*>(sb), j));
   return static_cast<int8_t>(iq4_xs_scale(*reinterpret_cast<const BlockIQ4_XS*>(sb), j));
 }
 

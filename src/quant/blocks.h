@@ -53,6 +53,15 @@ struct BlockQ5_K {
   uint8_t qh[kQkK / 8];
   uint8_t qs[kQkK / 2];
 };
+// 16 sub-blocks of 16 with 6-bit scale codes sc (see q3_k_scale): value = d * (sc - 32)
+// * (q - 4), q 3 bits: element p's low 2 bits at bits 2 (p % 128 / 32) of qs[32 (p / 128)
+// + p % 32], its high bit at bit p / 32 of hmask[p % 32].
+struct BlockQ3_K {
+  uint8_t hmask[kQkK / 8];
+  uint8_t qs[kQkK / 4];
+  uint8_t scales[kKScaleBytes];
+  uint16_t d;
+};
 // 16 sub-blocks of 16 with int8 scales. value = d * scale * (q - 32), q 6 bits: low 4
 // in ql, high 2 in qh (two halves of 128 elements, see dequantize_q6_k).
 struct BlockQ6_K {
@@ -87,6 +96,7 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
 static_assert(sizeof(BlockQ6_K) == 210);
@@ -100,6 +110,17 @@ inline void unpack_k_scale(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
     *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
     *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
   }
+}
+
+// Sub-block i's (0..15) signed scale sc - 32 of a Q3_K super-block: the low 4 bits of
+// sc in nibble i / 8 of scales[i % 8], the high 2 at bits 2 (i / 4) of scales[8 + i % 4].
+inline int q3_k_scale(const BlockQ3_K& b, int i) {
+  return ((b.scales[i % 8] >> (4 * (i / 8))) & 0xF) + (((b.scales[8 + i % 4] >> (2 * (i / 4))) & 3) << 4) - 32;
+}
+// Element p's (0..255) 3-bit code q of a Q3_K super-block.
+inline int q3_k_code(const BlockQ3_K& b, int p) {
+  const int low = (b.qs[32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3;
+  return low | (((b.hmask[p % 32] >> (p / 32)) & 1) << 2);
 }
 
 // Sub-block j's (0..7) signed scale ls - 32 of an IQ4_XS super-block.

@@ -1,4 +1,4 @@
-// The 256-element K-quant super-block formats: Q4_K, Q5_K, Q6_K.
+// The 256-element K-quant super-block formats: Q3_K, Q4_K, Q5_K, Q6_K.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -142,6 +142,15 @@ void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
 // Each half of 128 elements uses 64 bytes of ql and 32 of qh: element l (l < 32) of the
 // four 32-element quarters takes ql[l] low, ql[l+32] low, ql[l] high, ql[l+32] high
 // nibbles and bit pairs 0-1, 2-3, 4-5, 6-7 of qh[l]. Element p uses scales[p / 16].
+void dequantize_row_q3_k(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ3_K*>(src);
+  for (int64_t i = 0; i < n / kQkK; ++i, dst += kQkK) {
+    const float d = f16_to_f32(b[i].d);
+    for (int p = 0; p < kQkK; ++p)
+      dst[p] = d * static_cast<float>(q3_k_scale(b[i], p / 16)) * static_cast<float>(q3_k_code(b[i], p) - 4);
+  }
+}
+
 void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
   const auto* b = static_cast<const BlockQ6_K*>(src);
   for (int64_t i = 0; i < n / kQkK; ++i) {
@@ -191,30 +200,64 @@ void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
   }
 }
 
+namespace {
+
+// The K-quants with a signed scale code per 16 (Q3_K, Q6_K), symmetric: in each 16 the
+// element of largest magnitude maps to code_min, and the largest sub-block scale to
+// scale_min. Writes the 16 scale codes and the codes less code_min (unsigned); returns d.
+uint16_t quantize_signed_per_16(const float* src, int code_min, int scale_min, int* scale_codes, uint8_t* L) {
+  float scales[16], max_scale = 0.0f;
+  for (int ib = 0; ib < 16; ++ib) {
+    float amax = 0.0f, max = 0.0f;
+    for (int k = 0; k < 16; ++k)
+      if (std::fabs(src[16 * ib + k]) > amax) amax = std::fabs(src[16 * ib + k]), max = src[16 * ib + k];
+    scales[ib] = max / static_cast<float>(code_min);
+    if (std::fabs(scales[ib]) > std::fabs(max_scale)) max_scale = scales[ib];
+  }
+  const float iscale = max_scale != 0.0f ? static_cast<float>(scale_min) / max_scale : 0.0f;
+  const uint16_t d16 = f32_to_f16(max_scale != 0.0f ? 1.0f / iscale : 0.0f);
+  const float d = f16_to_f32(d16);
+  for (int ib = 0; ib < 16; ++ib) {
+    scale_codes[ib] = std::clamp(nearest(iscale * scales[ib]), scale_min, -scale_min - 1);
+    const float s = d * static_cast<float>(scale_codes[ib]);
+    for (int k = 0; k < 16; ++k) {
+      const int q = s != 0.0f ? nearest(src[16 * ib + k] / s) : 0;
+      L[16 * ib + k] = static_cast<uint8_t>(std::clamp(q, code_min, -code_min - 1) - code_min);
+    }
+  }
+  return d16;
+}
+
+}  // namespace
+
+void quantize_row_q3_k(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ3_K*>(dst);
+  for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
+    int scales[16];
+    uint8_t L[kQkK];
+    b[i].d = quantize_signed_per_16(src, -4, -32, scales, L);
+    std::memset(b[i].scales, 0, sizeof(b[i].scales));
+    for (int ib = 0; ib < 16; ++ib) {
+      const auto sc = static_cast<unsigned>(scales[ib] + 32);
+      b[i].scales[ib % 8] |= static_cast<uint8_t>((sc & 0xF) << (4 * (ib / 8)));
+      b[i].scales[8 + ib % 4] |= static_cast<uint8_t>((sc >> 4) << (2 * (ib / 4)));
+    }
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    std::memset(b[i].hmask, 0, sizeof(b[i].hmask));
+    for (int p = 0; p < kQkK; ++p) {
+      b[i].qs[32 * (p / 128) + p % 32] |= static_cast<uint8_t>((L[p] & 3) << (2 * (p % 128 / 32)));
+      b[i].hmask[p % 32] |= static_cast<uint8_t>((L[p] >> 2) << (p / 32));
+    }
+  }
+}
+
 void quantize_row_q6_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ6_K*>(dst);
   for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
-    // Symmetric per 16: the largest-magnitude element maps to code -32.
-    float scales[16], max_scale = 0.0f;
-    for (int ib = 0; ib < 16; ++ib) {
-      float amax = 0.0f, max = 0.0f;
-      for (int k = 0; k < 16; ++k)
-        if (std::fabs(src[16 * ib + k]) > amax) amax = std::fabs(src[16 * ib + k]), max = src[16 * ib + k];
-      scales[ib] = max / -32.0f;
-      if (std::fabs(scales[ib]) > std::fabs(max_scale)) max_scale = scales[ib];
-    }
-    float iscale = max_scale != 0.0f ? -128.0f / max_scale : 0.0f;
-    b[i].d = f32_to_f16(max_scale != 0.0f ? 1.0f / iscale : 0.0f);
-    float d = f16_to_f32(b[i].d);
+    int scales[16];
     uint8_t L[kQkK];
-    for (int ib = 0; ib < 16; ++ib) {
-      b[i].scales[ib] = static_cast<int8_t>(std::clamp(nearest(iscale * scales[ib]), -128, 127));
-      float s = d * b[i].scales[ib];
-      for (int k = 0; k < 16; ++k) {
-        int q = s != 0.0f ? nearest(src[16 * ib + k] / s) : 0;
-        L[16 * ib + k] = static_cast<uint8_t>(std::clamp(q, -32, 31) + 32);
-      }
-    }
+    b[i].d = quantize_signed_per_16(src, -32, -128, scales, L);
+    for (int ib = 0; ib < 16; ++ib) b[i].scales[ib] = static_cast<int8_t>(scales[ib]);
     for (int half = 0; half < 2; ++half) {
       uint8_t* ql = b[i].ql + 64 * half;
       uint8_t* qh = b[i].qh + 32 * half;

@@ -25,7 +25,7 @@ using test::random_matrix;
 constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,  GgmlType::kQ8_0,
                                GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,  GgmlType::kQ5_1,
                                GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,  GgmlType::kIQ4_NL,
-                               GgmlType::kIQ4_XS};
+                               GgmlType::kIQ4_XS, GgmlType::kQ3_K};
 
 // Paths that quantize activations to 8 bits (or round them to bf16) differ from the
 // float reference by that rounding; float paths only by summation order.

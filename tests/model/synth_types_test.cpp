@@ -68,10 +68,11 @@ TEST(SynthTypes, EveryTypeRunsOnEveryPathNearItsF32Twin) {
       test::ScopedIsa isa(Isa::kScalar);
       scalar = last_logits(path, pool);
     }
-    // 4-bit types round weights by about a twelfth of their spread; the logits of two
-    // layers move by about 0.2 (Q4_0, IQ4_NL: 0.19-0.20), 8-bit ones by 0.01.
+    // The logits of two layers move by about twice the weights' rounding: Q3_K's weights
+    // by 0.15 of their spread, its logits 0.33; 4-bit types' by 0.07-0.09, their
+    // logits 0.19-0.20; 8-bit ones 0.01.
     const double rounding = relative_rms(scalar, f32);
-    EXPECT_LT(rounding, 0.25) << "the type's model is far from its F32 twin";
+    EXPECT_LT(rounding, type == "q3_k" ? 0.4 : 0.25) << "the type's model is far from its F32 twin";
     for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
       if (!cpu_supports(isa)) continue;
       test::ScopedIsa scoped(isa);

@@ -57,7 +57,7 @@ INSTANTIATE_TEST_SUITE_P(
                     RoundTripCase{GgmlType::kQ5_0, 0.06}, RoundTripCase{GgmlType::kQ5_1, 0.06},
                     RoundTripCase{GgmlType::kQ4_K, 0.12}, RoundTripCase{GgmlType::kQ5_K, 0.06},
                     RoundTripCase{GgmlType::kQ6_K, 0.03}, RoundTripCase{GgmlType::kIQ4_NL, 0.1},
-                    RoundTripCase{GgmlType::kIQ4_XS, 0.1}),
+                    RoundTripCase{GgmlType::kIQ4_XS, 0.1}, RoundTripCase{GgmlType::kQ3_K, 0.2}),
     [](const auto& info) { return std::string(type_name(info.param.type)); });
 
 TEST(Quantize, SupportedTypes) {
@@ -189,6 +189,29 @@ TEST(KnownBlock, Q6_K) {
     int high = (qh[32 * half + l] >> (2 * quarter)) & 3;
     float expect = 0.125f * scales[p / 16] * static_cast<float>((low | (high << 4)) - 32);
     EXPECT_FLOAT_EQ(y[p], expect) << "element " << p;
+  }
+}
+
+TEST(KnownBlock, Q3_K) {
+  // Scale codes sc (6 bits) of the 16 sub-blocks of 16: low 4 bits in nibble i / 8 of
+  // byte i % 8, high 2 at bits 2 (i / 4) of byte 8 + i % 4 (bytes 96-107). Codes: the
+  // low 2 bits of element p at bits 2 (p % 128 / 32) of qs[32 (p / 128) + p % 32] (bytes
+  // 32-95), its third bit at bit p / 32 of hmask[p % 32] (bytes 0-31); value = d (sc -
+  // 32) (q - 4), the f16 d last.
+  const int sc[16] = {0, 63, 32, 31, 17, 48, 5, 40, 33, 1, 62, 30, 9, 50, 24, 41};
+  std::vector<uint8_t> b = pattern(110, 11);
+  for (int j = 0; j < 12; ++j) b[96 + j] = 0;
+  for (int i = 0; i < 16; ++i) {
+    b[96 + i % 8] = static_cast<uint8_t>(b[96 + i % 8] | ((sc[i] & 0xF) << (4 * (i / 8))));
+    b[104 + i % 4] = static_cast<uint8_t>(b[104 + i % 4] | ((sc[i] >> 4) << (2 * (i / 4))));
+  }
+  put_f16(b.data() + 108, 0.5f);
+  auto y = dequantized(GgmlType::kQ3_K, b);
+  for (int p = 0; p < 256; ++p) {
+    const int low = (b[32 + 32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3;
+    const int high = (b[p % 32] >> (p / 32)) & 1;
+    EXPECT_EQ(y[p], 0.5f * static_cast<float>(sc[p / 16] - 32) * static_cast<float>((low | (high << 2)) - 4))
+        << "element " << p;
   }
 }
 
