@@ -129,6 +129,7 @@ struct ApiServer::Generation {
 
   const Tokenizer& tokenizer;
   ApiRequest api;
+  int32_t index = 0;  // which of the request's choices
   ResponseMeta meta;
   std::shared_ptr<RequestStream> stream;
   TextOutput output;
@@ -139,7 +140,6 @@ struct ApiServer::Generation {
   double deadline = 0;
   std::string remote;
   bool recorded = false;
-  bool started = false;
   std::optional<InFlight::Ticket> in_flight;  // until the response is written
 };
 
@@ -177,19 +177,21 @@ void ApiServer::record(Generation& g, const std::string& outcome, int status) {
   RequestTimes t = g.times();
   metrics_.record_request({outcome, u.prompt_tokens, u.cached_tokens, u.completion_tokens, t});
   auto ms = [](double a, double b) { return a > 0 && b > 0 ? (b - a) * 1000.0 : 0.0; };
-  log_.write({{"remote", g.remote},
-              {"method", "POST"},
-              {"path", g.meta.endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions"},
-              {"status", status},
-              {"id", g.meta.id},
-              {"stream", g.api.stream},
-              {"finish", outcome},
-              {"prompt_tokens", u.prompt_tokens},
-              {"cached_tokens", u.cached_tokens},
-              {"completion_tokens", u.completion_tokens},
-              {"queue_ms", ms(t.arrived, t.scheduled)},
-              {"ttft_ms", ms(t.arrived, t.first_token)},
-              {"e2e_ms", ms(t.arrived, t.finished)}});
+  json entry = {{"remote", g.remote},
+                {"method", "POST"},
+                {"path", g.meta.endpoint == Endpoint::kChat ? "/v1/chat/completions" : "/v1/completions"},
+                {"status", status},
+                {"id", g.meta.id},
+                {"stream", g.api.stream},
+                {"finish", outcome},
+                {"prompt_tokens", u.prompt_tokens},
+                {"cached_tokens", u.cached_tokens},
+                {"completion_tokens", u.completion_tokens},
+                {"queue_ms", ms(t.arrived, t.scheduled)},
+                {"ttft_ms", ms(t.arrived, t.first_token)},
+                {"e2e_ms", ms(t.arrived, t.finished)}};
+  if (g.api.n > 1) entry["choice"] = g.index;  // each choice is logged, and counted, as its own line
+  log_.write(entry);
 }
 
 bool ApiServer::serves_model(const std::string& name) const {
@@ -324,7 +326,7 @@ void ApiServer::setup_routes() {
 }
 
 void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res) {
-  std::shared_ptr<Generation> g;
+  Choices choices;
   const int32_t ctx = engine_.context();
   try {
     ApiRequest api = parse_api_request(endpoint, req.body, {tokenizer_.vocab_size(), ctx});
@@ -344,81 +346,135 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
                      fmt::format("'{}' is {} tokens; the context holds {}, so it must be shorter", prompt_field,
                                  prompt.size(), ctx),
                      "context_length_exceeded");
-    g = std::make_shared<Generation>(tokenizer_, std::move(api), prompt.back());
-    GenerationRequest gen;
-    gen.max_tokens = g->api.max_tokens.value_or(endpoint == Endpoint::kChat ? ctx : 16);
-    gen.prompt = std::move(prompt);
-    gen.sampling = g->api.sampling;
-    gen.ignore_eos = g->api.ignore_eos;
-    gen.speculative = g->api.speculative;
-    gen.top_logprobs = g->api.top_logprobs;
-    g->stream = engine_.submit(std::move(gen));
-    if (!g->stream) throw ApiError(429, "", "the server is busy: too many requests are waiting", "queue_full",
-                                   "rate_limit_error");
-    g->in_flight.emplace(in_flight_, g->stream);
+    for (int32_t i = 0; i < api.n; ++i) {
+      auto g = std::make_shared<Generation>(tokenizer_, api, prompt.back());
+      g->index = i;
+      GenerationRequest gen;
+      gen.max_tokens = api.max_tokens.value_or(endpoint == Endpoint::kChat ? ctx : 16);
+      gen.prompt = prompt;
+      gen.sampling = api.sampling;
+      gen.sampling.seed += static_cast<uint64_t>(i);  // each choice its own draws, all from the request's seed
+      gen.ignore_eos = api.ignore_eos;
+      gen.speculative = api.speculative;
+      gen.top_logprobs = api.top_logprobs;
+      g->stream = engine_.submit(std::move(gen));
+      if (!g->stream) {
+        for (auto& c : choices) c->stream->cancel();  // none of the request runs
+        throw ApiError(429, "", "the server is busy: too many requests are waiting", "queue_full", "rate_limit_error");
+      }
+      g->in_flight.emplace(in_flight_, g->stream);
+      choices.push_back(std::move(g));
+    }
   } catch (const ApiError& e) {
     send_error(res, e);
     return;
   }
-  g->meta = {new_id(endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl"),
-             std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
-             g->api.model.empty() ? options_.model_name : g->api.model, endpoint};
-  g->deadline = options_.request_timeout_s > 0 ? now_seconds() + options_.request_timeout_s
-                                               : std::numeric_limits<double>::infinity();
-  g->remote = req.remote_addr;
-  if (g->api.stream) {
-    respond_stream(g, res);
+  const ResponseMeta meta{
+      new_id(endpoint == Endpoint::kChat ? "chatcmpl" : "cmpl"),
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count(),
+      choices[0]->api.model.empty() ? options_.model_name : choices[0]->api.model, endpoint};
+  const double deadline = options_.request_timeout_s > 0 ? now_seconds() + options_.request_timeout_s
+                                                         : std::numeric_limits<double>::infinity();
+  for (auto& g : choices) {
+    g->meta = meta;
+    g->deadline = deadline;
+    g->remote = req.remote_addr;
+  }
+  if (choices[0]->api.stream) {
+    respond_stream(choices, res);
   } else {
-    respond_plain(g, res);
+    respond_plain(choices, res);
   }
 }
 
-void ApiServer::respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+void ApiServer::respond_plain(const Choices& choices, httplib::Response& res) {
   const ClientConnection client(HttpServer::current_socket());
-  while (!g->done()) {
-    if (client.closed()) {
+  const double deadline = choices[0]->deadline;
+  auto end_all = [&](const std::string& outcome, int status) {
+    for (auto& g : choices) {
       g->stream->cancel();  // frees the sequence's blocks at the engine's next step
-      record(*g, "cancelled", kClientClosedRequest);
-      res.status = kClientClosedRequest;
-      return;
+      record(*g, outcome, status);
     }
-    if (now_seconds() >= g->deadline) {
-      g->stream->cancel();
-      record(*g, "timeout", 408);
-      send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
-                               "request_timeout", "timeout_error"));
-      return;
+  };
+  // Every choice's tokens come in the same engine steps: waiting on each in turn costs
+  // no more than waiting on one.
+  for (const auto& g : choices) {
+    while (!g->done()) {
+      if (client.closed()) {
+        end_all("cancelled", kClientClosedRequest);
+        res.status = kClientClosedRequest;
+        return;
+      }
+      if (now_seconds() >= deadline) {
+        end_all("timeout", 408);
+        send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
+                                 "request_timeout", "timeout_error"));
+        return;
+      }
+      g->pull(std::min(now_seconds() + kClientCheckSeconds, deadline), g->logprobs);
     }
-    g->pull(std::min(now_seconds() + kClientCheckSeconds, g->deadline), g->logprobs);
   }
-  json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
-  send_json(res, 200, completion_body(g->meta, g->text, g->reason, lps, g->usage(), g->times()));
-  record(*g, outcome_of(*g), 200);
+  std::vector<ChoiceBody> bodies;
+  Usage usage = choices[0]->usage();
+  usage.completion_tokens = 0;
+  for (const auto& g : choices) {
+    json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
+    bodies.push_back({g->text, g->reason, std::move(lps)});
+    usage.completion_tokens += g->completion_tokens;
+  }
+  send_json(res, 200, completion_body(choices[0]->meta, bodies, usage,
+                                      timings_json(choices[0]->times(), choices[0]->usage())));
+  for (auto& g : choices) record(*g, outcome_of(*g), 200);
 }
 
-void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res) {
+void ApiServer::respond_stream(const Choices& choices, httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
+  auto started = std::make_shared<bool>(false);
   res.set_chunked_content_provider(
       "text/event-stream",
-      [this, g](size_t, httplib::DataSink& sink) {
+      [this, choices, started, &meta = choices[0]->meta, &api = choices[0]->api](size_t, httplib::DataSink& sink) {
         auto send = [&](const std::string& s) { return sink.write(s.data(), s.size()); };
-        if (!g->started) {
-          g->started = true;
-          if (g->meta.endpoint == Endpoint::kChat && !send(sse_event(role_chunk(g->meta)))) return false;
+        if (!*started) {
+          *started = true;
+          if (meta.endpoint == Endpoint::kChat)
+            for (const auto& g : choices)
+              if (!send(sse_event(role_chunk(meta, g->index)))) return false;
         }
-        std::vector<TokenLogprob> lps;
-        double now = now_seconds();
-        std::string text = g->pull(std::min(now + 0.25, g->deadline), lps);
-        bool ok = true;
-        if (!text.empty() || !lps.empty()) {
-          json lp = lps.empty() ? json(nullptr) : logprobs_json(g->meta.endpoint, lps);
-          json chunk = stream_chunk(g->meta, text, FinishReason::kNone, lp);
-          if (g->api.continuous_usage) chunk["usage"] = usage_json(g->usage());
-          ok = send(sse_event(chunk));
-        } else if (!g->done()) {
-          if (now_seconds() >= g->deadline) {
-            g->stream->cancel();
-            record(*g, "timeout", 200);
+        const double deadline = choices[0]->deadline;
+        bool sent = false, ok = true;
+        // The first unfinished choice waits for its tokens; the others take what the
+        // same steps gave them.
+        double until = std::min(now_seconds() + 0.25, deadline);
+        for (const auto& g : choices) {
+          if (g->recorded) continue;
+          std::vector<TokenLogprob> lps;
+          std::string text = g->pull(until, lps);
+          until = 0;
+          if (!text.empty() || !lps.empty()) {
+            json lp = lps.empty() ? json(nullptr) : logprobs_json(meta.endpoint, lps);
+            json chunk = stream_chunk(meta, g->index, text, FinishReason::kNone, lp);
+            if (api.continuous_usage) chunk["usage"] = usage_json(g->usage());
+            ok = ok && send(sse_event(chunk));
+            sent = true;
+          }
+          if (g->done()) {
+            json last = stream_chunk(meta, g->index, "", g->reason, nullptr);
+            last["timings"] = timings_json(g->times(), g->usage());
+            if (api.continuous_usage) last["usage"] = usage_json(g->usage());
+            // Counted before the last events go out, so a client that reads [DONE] and
+            // then scrapes /metrics sees this request.
+            record(*g, outcome_of(*g), 200);
+            ok = ok && send(sse_event(last));
+            sent = true;
+          }
+        }
+        const bool finished = std::all_of(choices.begin(), choices.end(), [](const auto& g) { return g->recorded; });
+        if (!sent && !finished) {
+          if (now_seconds() >= deadline) {
+            for (const auto& g : choices) {
+              g->stream->cancel();
+              record(*g, "timeout", 200);
+            }
             ApiError e(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
                        "request_timeout", "timeout_error");
             send(sse_event(error_json(e)));
@@ -430,26 +486,25 @@ void ApiServer::respond_stream(const std::shared_ptr<Generation>& g, httplib::Re
           ok = send(sse_keepalive());
         }
         if (!ok) {
-          g->stream->cancel();
+          for (const auto& g : choices) g->stream->cancel();
           return false;
         }
-        if (g->done()) {
-          json last = stream_chunk(g->meta, "", g->reason, nullptr);
-          last["timings"] = timings_json(g->times(), g->usage());
-          if (g->api.continuous_usage) last["usage"] = usage_json(g->usage());
-          // Counted before the last events go out, so a client that reads [DONE] and
-          // then scrapes /metrics sees this request.
-          record(*g, outcome_of(*g), 200);
-          send(sse_event(last));
-          if (g->api.include_usage) send(sse_event(usage_chunk(g->meta, g->usage())));
+        if (finished) {
+          if (api.include_usage) {
+            Usage usage = choices[0]->usage();
+            usage.completion_tokens = 0;
+            for (const auto& g : choices) usage.completion_tokens += g->completion_tokens;
+            send(sse_event(usage_chunk(meta, usage)));
+          }
           send(sse_done());
           sink.done();
         }
         return true;
       },
-      [this, g](bool) {
-        // The client went away before the end: stop the generation, free its blocks.
-        if (!g->recorded) {
+      [this, choices](bool) {
+        // The client went away before the end: stop the generations, free their blocks.
+        for (const auto& g : choices) {
+          if (g->recorded) continue;
           g->stream->cancel();
           record(*g, "cancelled", 200);
         }

@@ -49,10 +49,12 @@ class ApiServer {
 
  private:
   struct Generation;
+  // A request's choices (`n`), each its own sequence in the engine.
+  using Choices = std::vector<std::shared_ptr<Generation>>;
   void setup_routes();
   void handle_generate(Endpoint endpoint, const httplib::Request& req, httplib::Response& res);
-  void respond_plain(const std::shared_ptr<Generation>& g, httplib::Response& res);
-  void respond_stream(const std::shared_ptr<Generation>& g, httplib::Response& res);
+  void respond_plain(const Choices& choices, httplib::Response& res);
+  void respond_stream(const Choices& choices, httplib::Response& res);
   // The access log's and the metrics' outcome: the finish reason, or "cancelled".
   std::string outcome_of(const Generation& g) const;
   void record(Generation& g, const std::string& outcome, int status);

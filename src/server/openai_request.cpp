@@ -203,7 +203,7 @@ ApiRequest parse_api_request(Endpoint endpoint, const std::string& body, const A
     } else if (key == "top_logprobs" && chat) {
       r.top_logprobs = static_cast<int32_t>(get_integer(v, key, 0, 20));
     } else if (key == "n") {
-      if (get_integer(v, key, 1, 1 << 20) != 1) bad(key, "'n' must be 1: one choice per request is supported");
+      r.n = static_cast<int32_t>(get_integer(v, key, 1, kMaxChoices));
     } else if (key == "return_tokens_as_token_ids") {
       r.tokens_as_ids = get_bool(v, key);
     } else if (key == "speculative") {

@@ -24,6 +24,9 @@ class ApiError : public std::runtime_error {
 
 enum class Endpoint { kCompletions, kChat };
 
+// The most choices (`n`) one request may ask for.
+inline constexpr int32_t kMaxChoices = 16;
+
 struct ApiLimits {
   int32_t vocab_size = 0;
   int32_t ctx_size = 0;
@@ -37,6 +40,7 @@ struct ApiRequest {
   bool prompt_is_tokens = false;
   std::vector<ChatMessage> messages;      // chat
   std::optional<int32_t> max_tokens;      // absent: up to the context
+  int32_t n = 1;                          // choices: sequences sampled from the one prompt
   SamplingParams sampling;
   std::vector<std::string> stop;
   int32_t top_logprobs = -1;              // -1: none

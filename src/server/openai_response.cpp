@@ -69,26 +69,31 @@ static json base(const ResponseMeta& meta, const char* object) {
   return {{"id", meta.id}, {"object", object}, {"created", meta.created}, {"model", meta.model}};
 }
 
-json completion_body(const ResponseMeta& meta, const std::string& text, FinishReason reason, const json& logprobs,
-                     const Usage& usage, const RequestTimes& times) {
+json completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices, const Usage& usage,
+                     const json& timings) {
   bool chat = meta.endpoint == Endpoint::kChat;
   json j = base(meta, chat ? "chat.completion" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", logprobs}, {"finish_reason", finish_reason_name(reason)}};
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
-  } else {
-    choice["text"] = text;
+  j["choices"] = json::array();
+  for (size_t i = 0; i < choices.size(); ++i) {
+    const ChoiceBody& c = choices[i];
+    json choice = {{"index", i}, {"logprobs", c.logprobs}, {"finish_reason", finish_reason_name(c.reason)}};
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", c.text}};
+    } else {
+      choice["text"] = c.text;
+    }
+    j["choices"].push_back(std::move(choice));
   }
-  j["choices"] = json::array({choice});
   j["usage"] = usage_json(usage);
-  j["timings"] = timings_json(times, usage);
+  j["timings"] = timings;
   return j;
 }
 
-json stream_chunk(const ResponseMeta& meta, const std::string& text, FinishReason reason, const json& logprobs) {
+json stream_chunk(const ResponseMeta& meta, int32_t index, const std::string& text, FinishReason reason,
+                  const json& logprobs) {
   bool chat = meta.endpoint == Endpoint::kChat;
   json j = base(meta, chat ? "chat.completion.chunk" : "text_completion");
-  json choice = {{"index", 0}, {"logprobs", logprobs}};
+  json choice = {{"index", index}, {"logprobs", logprobs}};
   choice["finish_reason"] = reason == FinishReason::kNone ? json(nullptr) : json(finish_reason_name(reason));
   if (chat) {
     choice["delta"] = text.empty() && reason != FinishReason::kNone ? json::object() : json{{"content", text}};
@@ -99,10 +104,12 @@ json stream_chunk(const ResponseMeta& meta, const std::string& text, FinishReaso
   return j;
 }
 
-json role_chunk(const ResponseMeta& meta) {
+json role_chunk(const ResponseMeta& meta, int32_t index) {
   json j = base(meta, "chat.completion.chunk");
-  j["choices"] = json::array(
-      {{{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr}, {"finish_reason", nullptr}}});
+  j["choices"] = json::array({{{"index", index},
+                               {"delta", {{"role", "assistant"}, {"content", ""}}},
+                               {"logprobs", nullptr},
+                               {"finish_reason", nullptr}}});
   return j;
 }
 

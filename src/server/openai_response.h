@@ -35,13 +35,22 @@ nlohmann::json timings_json(const RequestTimes& times, const Usage& usage);
 // logprobs in the endpoint's shape; null when none were asked for.
 nlohmann::json logprobs_json(Endpoint endpoint, const std::vector<TokenLogprob>& logprobs);
 
-nlohmann::json completion_body(const ResponseMeta& meta, const std::string& text, FinishReason reason,
-                               const nlohmann::json& logprobs, const Usage& usage, const RequestTimes& times);
-// One streaming chunk; `reason` kNone while more follows.
-nlohmann::json stream_chunk(const ResponseMeta& meta, const std::string& text, FinishReason reason,
+// One choice of a response: its text, why it ended and its logprobs (null when none
+// were asked for).
+struct ChoiceBody {
+  std::string text;
+  FinishReason reason = FinishReason::kNone;
+  nlohmann::json logprobs;
+};
+
+// `usage` covers the whole request; `timings` (timings_json) its first choice.
+nlohmann::json completion_body(const ResponseMeta& meta, const std::vector<ChoiceBody>& choices, const Usage& usage,
+                               const nlohmann::json& timings);
+// One streaming chunk of choice `index`; `reason` kNone while more follows.
+nlohmann::json stream_chunk(const ResponseMeta& meta, int32_t index, const std::string& text, FinishReason reason,
                             const nlohmann::json& logprobs);
-// The chat stream's first chunk: delta.role = assistant.
-nlohmann::json role_chunk(const ResponseMeta& meta);
+// A chat stream's first chunk of choice `index`: delta.role = assistant.
+nlohmann::json role_chunk(const ResponseMeta& meta, int32_t index);
 nlohmann::json usage_chunk(const ResponseMeta& meta, const Usage& usage);
 nlohmann::json error_json(const ApiError& error);
 // JSON text that survives invalid UTF-8 (replaced by U+FFFD).

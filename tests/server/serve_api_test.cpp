@@ -1,4 +1,7 @@
 // Integration tests: the real `tps serve` on loopback, spoken to over HTTP.
+#include <map>
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -254,6 +257,77 @@ TEST(Serve, LogitBiasBansAndForcesTokensOnBothEndpoints) {
   Reply bad = post(*c, "/v1/chat/completions", creq);
   EXPECT_EQ(bad.status, 400);
   EXPECT_EQ(bad.body["error"]["param"], "logit_bias") << bad.raw;
+}
+
+// n choices are n sequences of the one prompt, choice i drawn with seed + i: each is
+// what a request of n = 1 with that seed gets, streamed or not, on both endpoints.
+TEST(Serve, ChoicesAreTheSequencesOfTheirSeeds) {
+  REQUIRE_MODEL(model, kStories);
+  ServeProcess server;
+  ASSERT_EQ(server.start(model), "");
+  auto c = server.client();
+  auto sampled = [](json req, uint64_t seed, int n) {
+    req["temperature"] = 1.0;
+    req["seed"] = seed;
+    req["ignore_eos"] = true;
+    req["n"] = n;
+    return req;
+  };
+  auto text_of = [](const json& choice) {
+    return choice.contains("message") ? choice["message"]["content"].get<std::string>() : choice["text"].get<std::string>();
+  };
+  for (const auto& [path, base] : {std::pair{"/v1/completions", completion("Once upon a time", 12)},
+                                   std::pair{"/v1/chat/completions", chat("Tell me a story", 12)}}) {
+    SCOPED_TRACE(path);
+    Reply three = post(*c, path, sampled(base, 41, 3));
+    ASSERT_EQ(three.status, 200) << three.raw;
+    const json& choices = three.body["choices"];
+    ASSERT_EQ(choices.size(), 3u) << three.raw;
+    std::set<std::string> texts;
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(choices[i]["index"], i);
+      EXPECT_EQ(choices[i]["finish_reason"], "length");
+      Reply one = post(*c, path, sampled(base, 41 + i, 1));
+      EXPECT_EQ(text_of(choices[i]), text_of(one.body["choices"][0])) << "choice " << i;
+      texts.insert(text_of(choices[i]));
+    }
+    EXPECT_GT(texts.size(), 1u) << "the choices drew the same tokens";
+    EXPECT_EQ(three.body["usage"]["completion_tokens"], 36) << three.raw;
+    EXPECT_EQ(three.body["usage"]["total_tokens"],
+              three.body["usage"]["prompt_tokens"].get<int>() + 36);
+
+    // Streamed: each choice's chunks carry its index and end with its finish_reason;
+    // one [DONE], after the usage of all of them.
+    json req = sampled(base, 41, 3);
+    req["stream"] = true;
+    req["stream_options"] = {{"include_usage", true}};
+    StreamResult s = post_stream(*c, path, req);
+    ASSERT_TRUE(s.done);
+    std::map<int, std::string> streamed;
+    std::map<int, int> finishes;
+    for (const json& chunk : s.chunks) {
+      if (chunk.contains("usage") && chunk["choices"].empty()) {
+        EXPECT_EQ(chunk["usage"]["completion_tokens"], 36);
+        continue;
+      }
+      for (const json& ch : chunk["choices"]) {
+        const int i = ch["index"];
+        if (ch.contains("delta") && ch["delta"].contains("content")) streamed[i] += ch["delta"]["content"].get<std::string>();
+        if (ch.contains("text")) streamed[i] += ch["text"].get<std::string>();
+        if (!ch["finish_reason"].is_null()) ++finishes[i];
+      }
+    }
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(streamed[i], text_of(choices[i])) << "choice " << i;
+      EXPECT_EQ(finishes[i], 1) << "choice " << i;
+    }
+  }
+  // Greedy choices are all the same.
+  json greedy = completion("Once upon a time", 10);
+  greedy["n"] = 2;
+  Reply g = post(*c, "/v1/completions", greedy);
+  ASSERT_EQ(g.body["choices"].size(), 2u) << g.raw;
+  EXPECT_EQ(g.body["choices"][0]["text"], g.body["choices"][1]["text"]);
 }
 
 TEST(Serve, PreemptionUnderTinyKvCacheCompletesEveryRequestCorrectly) {

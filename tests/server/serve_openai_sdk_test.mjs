@@ -79,6 +79,18 @@ try {
   check(lp && lp.token_logprobs.length === 4 && lp.token_logprobs.every((v) => v <= 0),
         "completion logprobs: " + JSON.stringify(lp));
 
+  // n choices, and logit_bias banning a token, through the SDK.
+  const two = await client.chat.completions.create({ model: "stories", messages: [{ role: "user", content: "Hi" }],
+                                                     n: 2, max_tokens: 6, temperature: 1, seed: 3, ignore_eos: true });
+  check(two.choices.length === 2 && two.choices.every((c, i) => c.index === i && c.finish_reason === "length") &&
+        two.usage.completion_tokens === 12, "n = 2: " + JSON.stringify(two));
+  const first = (await client.completions.create({ model: "stories", prompt: "Once upon a time", max_tokens: 1,
+                                                   temperature: 0, logprobs: 1 })).choices[0];
+  const banned = await client.completions.create({ model: "stories", prompt: "Once upon a time", max_tokens: 1,
+                                                   temperature: 0, logprobs: 1, logit_bias: { "432": -100 } });
+  check(first.logprobs.tokens[0] === "," && banned.choices[0].logprobs.tokens[0] !== ",",
+        "logit_bias did not ban ',' (token 432): " + JSON.stringify([first.logprobs, banned.choices[0].logprobs]));
+
   // null is "not given": the same greedy text as without the fields.
   const plain = await client.completions.create({ model: "stories", prompt: "Once upon a time", max_tokens: 8, temperature: 0 });
   const nulls = await client.completions.create({ model: "stories", prompt: "Once upon a time", max_tokens: 8, temperature: 0,

@@ -56,7 +56,7 @@ TEST(ServeErrors, EveryBadInputGetsItsFourHundredAndTheServerKeepsServing) {
       {"/v1/completions", R"({"prompt": "a", "top_k": 1.5})", 400, "top_k"},
       {"/v1/completions", R"({"prompt": "a", "min_p": -0.5})", 400, "min_p"},
       {"/v1/completions", R"({"prompt": "a", "frequency_penalty": 9})", 400, "frequency_penalty"},
-      {"/v1/completions", R"({"prompt": "a", "n": 3})", 400, "n"},
+      {"/v1/completions", R"({"prompt": "a", "n": 17})", 400, "n"},
       {"/v1/completions", R"({"prompt": "a", "stop": [1]})", 400, "stop"},
       {"/v1/completions", R"({"prompt": "a", "logprobs": true})", 400, "logprobs"},
       {"/v1/completions", R"({"prompt": "a", "stream": 1})", 400, "stream"},
