@@ -96,7 +96,8 @@
   // restyle the page or load anything (images would only meet the CSP's refusal).
   const kMarkdownTags = ["p", "br", "hr", "strong", "em", "del", "code", "pre", "blockquote", "ul", "ol", "li", "a",
                          "h1", "h2", "h3", "h4", "h5", "h6", "table", "thead", "tbody", "tr", "th", "td"];
-  const kMarkdownAttributes = ["href", "title", "start", "align", "class"];
+  // No class: the model's HTML must not borrow the page's own (a fake bubble or error).
+  const kMarkdownAttributes = ["href", "title", "start", "align"];
   DOMPurify.addHook("afterSanitizeAttributes", (node) => {
     if (node.tagName === "A") {
       node.setAttribute("target", "_blank"); // a link must not navigate away from the chat

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
@@ -83,6 +84,10 @@ std::pair<int32_t, float> parse_logit_bias(const std::string& text, int64_t voca
   const float bias = std::strtof(text.c_str() + sign, &end);
   if (end != text.c_str() + text.size() || end == text.c_str() + sign + 1 || std::isnan(bias))
     fail("--logit-bias '{}': expected TOKEN_ID+BIAS or TOKEN_ID-BIAS, e.g. 15043+1 or 2-inf", text);
+  // -inf bans a token; an infinite or overflowing push up would leave no finite best
+  // logit to weigh the others against.
+  if (bias == std::numeric_limits<float>::infinity())
+    fail("--logit-bias '{}': the bias must be finite (or -inf, which bans the token)", text);
   if (id >= vocab_size) fail("--logit-bias '{}': token {} is outside the vocabulary of {}", text, id, vocab_size);
   return {static_cast<int32_t>(id), bias};
 }

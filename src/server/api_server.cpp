@@ -346,6 +346,9 @@ void ApiServer::handle_generate(Endpoint endpoint, const httplib::Request& req, 
                      fmt::format("'{}' is {} tokens; the context holds {}, so it must be shorter", prompt_field,
                                  prompt.size(), ctx),
                      "context_length_exceeded");
+    if (api.n > engine_.config().max_queue)
+      throw ApiError(400, "n", fmt::format("'n' is {}; this server queues at most {} sequences (--max-queue)", api.n,
+                                           engine_.config().max_queue));
     for (int32_t i = 0; i < api.n; ++i) {
       auto g = std::make_shared<Generation>(tokenizer_, api, prompt.back());
       g->index = i;
@@ -396,22 +399,26 @@ void ApiServer::respond_plain(const Choices& choices, httplib::Response& res) {
       record(*g, outcome, status);
     }
   };
-  // Every choice's tokens come in the same engine steps: waiting on each in turn costs
-  // no more than waiting on one.
-  for (const auto& g : choices) {
-    while (!g->done()) {
-      if (client.closed()) {
-        end_all("cancelled", kClientClosedRequest);
-        res.status = kClientClosedRequest;
-        return;
-      }
-      if (now_seconds() >= deadline) {
-        end_all("timeout", 408);
-        send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
-                                 "request_timeout", "timeout_error"));
-        return;
-      }
-      g->pull(std::min(now_seconds() + kClientCheckSeconds, deadline), g->logprobs);
+  auto all_done = [&] { return std::all_of(choices.begin(), choices.end(), [](const auto& g) { return g->done(); }); };
+  while (!all_done()) {
+    if (client.closed()) {
+      end_all("cancelled", kClientClosedRequest);
+      res.status = kClientClosedRequest;
+      return;
+    }
+    if (now_seconds() >= deadline) {
+      end_all("timeout", 408);
+      send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
+                               "request_timeout", "timeout_error"));
+      return;
+    }
+    // Every choice each pass, so each meets its stop strings as its tokens come: the
+    // first unfinished one waits for tokens, the others take what the same steps gave.
+    double until = std::min(now_seconds() + kClientCheckSeconds, deadline);
+    for (const auto& g : choices) {
+      if (g->done()) continue;
+      g->pull(until, g->logprobs);
+      until = 0;
     }
   }
   std::vector<ChoiceBody> bodies;
@@ -443,8 +450,10 @@ void ApiServer::respond_stream(const Choices& choices, httplib::Response& res) {
         const double deadline = choices[0]->deadline;
         bool sent = false, ok = true;
         // The first unfinished choice waits for its tokens; the others take what the
-        // same steps gave them.
-        double until = std::min(now_seconds() + 0.25, deadline);
+        // same steps gave them. With several running, the wait is short, so a choice
+        // held back (queued, preempted) does not make the others' tokens come in bursts.
+        const auto running = std::count_if(choices.begin(), choices.end(), [](const auto& g) { return !g->recorded; });
+        double until = std::min(now_seconds() + (running > 1 ? 0.02 : 0.25), deadline);
         for (const auto& g : choices) {
           if (g->recorded) continue;
           std::vector<TokenLogprob> lps;

@@ -124,7 +124,9 @@ void parse_logit_bias(const json& v, const ApiLimits& limits, ApiRequest& r) {
     const std::string where = fmt::format("logit_bias.{}", key);
     int64_t id = -1;
     const auto [end, ec] = std::from_chars(key.data(), key.data() + key.size(), id);
-    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= limits.vocab_size)
+    // Canonical decimal only: "7" and "007" would otherwise bias one token twice.
+    if (ec != std::errc() || end != key.data() + key.size() || id < 0 || id >= limits.vocab_size ||
+        std::to_string(id) != key)
       bad("logit_bias", fmt::format("'logit_bias' keys must be token ids from 0 to {}, got '{}'",
                                     limits.vocab_size - 1, key));
     r.sampling.logit_bias.emplace_back(static_cast<int32_t>(id), static_cast<float>(get_number(amount, where, -100, 100)));

@@ -79,6 +79,7 @@ TEST(Cli, RunLogitBiasBansATokenAndBadFormsAreOneLineErrors) {
   for (const char* bad : {"432", "x+1", "+1", "432+", "432+up", "432+nan", "432+1x"})
     expect_one_line_error(run + " -l '" + bad + "'", "expected TOKEN_ID+BIAS or TOKEN_ID-BIAS");
   expect_one_line_error(run + " -l 512+1", "token 512 is outside the vocabulary of 512");
+  for (const char* infinite : {"432+inf", "432+1e39"}) expect_one_line_error(run + " -l " + infinite, "must be finite");
 }
 
 TEST(Cli, InspectShowsTheShapeAndTensors) {

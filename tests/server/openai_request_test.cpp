@@ -157,6 +157,7 @@ TEST(OpenAiRequest, RejectsBadInputNamingTheField) {
       {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"-1":1}})", "logit_bias"},
       {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"512":1}})", "logit_bias"},
       {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5 ":1}})", "logit_bias"},
+      {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"007":1}})", "logit_bias"},
       {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5":101}})", "logit_bias.5"},
       {Endpoint::kCompletions, R"({"prompt":"a","logit_bias":{"5":"up"}})", "logit_bias.5"},
       {Endpoint::kCompletions, R"({"messages":[{"role":"user","content":"a"}]})", "messages"},

@@ -322,6 +322,16 @@ TEST(Serve, ChoicesAreTheSequencesOfTheirSeeds) {
       EXPECT_EQ(finishes[i], 1) << "choice " << i;
     }
   }
+  // More choices than the queue can hold could never be served: a 400, not a 429 to retry.
+  ServeProcess small;
+  ASSERT_EQ(small.start(model, {"--max-queue", "2"}), "");
+  json many = completion("Once upon a time", 4);
+  many["n"] = 3;
+  Reply refused = post(*small.client(), "/v1/completions", many);
+  EXPECT_EQ(refused.status, 400) << refused.raw;
+  EXPECT_EQ(refused.body["error"]["param"], "n") << refused.raw;
+  many["n"] = 2;
+  EXPECT_EQ(post(*small.client(), "/v1/completions", many).status, 200);
   // Greedy choices are all the same.
   json greedy = completion("Once upon a time", 10);
   greedy["n"] = 2;

@@ -77,6 +77,7 @@ try {
   const pieces = ["Some **bo", "ld** and `code`:\n\n```js\nlet x = 1;\n``", "`\n\n- one\n- two\n\n",
                   "<img src=x onerror=\"window.pwned=1\"><scr", "ipt>window.pwned=2</script>",
                   "<style>body { display: none; }</style>![an image](https://example.com/a.png) ",
+                  "<p class=\"msg user\">a fake question</p> ",
                   "[a link](javascript:window.pwned=3) [docs](https://example.com/)"];
   const markdown = pieces.join("");
   const events = pieces.map((p) => `data: ${JSON.stringify({ choices: [{ index: 0, delta: { content: p } }] })}\n\n`)
@@ -94,7 +95,7 @@ try {
     return { strong: t.querySelector("strong")?.textContent, code: t.querySelector(":not(pre) > code")?.textContent,
              block: t.querySelector("pre > code")?.textContent, items: t.querySelectorAll("li").length,
              scripts: t.querySelectorAll("script").length, handlers: t.querySelectorAll("[onerror]").length,
-             others: t.querySelectorAll("img, style").length,
+             others: t.querySelectorAll("img, style, [class]").length,
              hrefs: links.map((a) => a.getAttribute("href")), targets: links.map((a) => a.target),
              pwned: window.pwned };
   });
