@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include <fmt/format.h>
@@ -25,12 +26,21 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", "tps 0.1.0");
   // A bad flag is one line, as every other error: what was wrong and what was expected.
   app.failure_message([](const CLI::App*, const CLI::Error& e) { return fmt::format("tps: error: {}\n", e.what()); });
+  // The kernel choices every command shares; the flags stand for the environment
+  // variables, which the kernels read once, so they are set before anything reads them.
+  std::string isa, float_math;
+  app.add_option("--isa", isa, "cap the kernels' instruction set, as TPS_ISA does")
+      ->check(CLI::IsMember({"scalar", "avx2", "avx_vnni", "avx512", "amx"}));
+  app.add_option("--float-math", float_math, "f32 (exact, the default) or bf16 for F32/F16/BF16 weights, as "
+                                             "TPS_FLOAT_MATH does (bf16 needs AVX512-BF16)")
+      ->check(CLI::IsMember({"f32", "bf16"}));
   auto commands = command_registry();
   std::sort(commands.begin(), commands.end(),
             [](const CommandInfo& a, const CommandInfo& b) { return a.name < b.name; });
   std::map<CLI::App*, std::function<int()>> actions;
   for (auto& c : commands) {
     CLI::App* sub = app.add_subcommand(c.name, c.description);
+    sub->fallthrough();  // `tps bench --float-math bf16 ...` as well as `tps --float-math bf16 bench ...`
     actions[sub] = c.setup(*sub);
   }
   try {
@@ -39,6 +49,8 @@ int main(int argc, char** argv) {
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
+  if (!isa.empty()) setenv("TPS_ISA", isa.c_str(), 1);
+  if (!float_math.empty()) setenv("TPS_FLOAT_MATH", float_math.c_str(), 1);
   try {
     // The environment's choices (TPS_ISA, TPS_FLOAT_MATH), checked here, where a bad one
     // is a one-line error, not later on a worker thread.
