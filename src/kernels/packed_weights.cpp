@@ -38,13 +38,19 @@ uint32_t load_u32(const uint8_t* p) {
   return v;
 }
 
+// The 32 codes of a block whose 16 bytes hold element j in the low nibble and j + 16
+// in the high one (Q4_1, IQ4_XS's sub-blocks).
+void nibble_codes(const uint8_t* qs, uint8_t* codes) {
+  for (int j = 0; j < 16; ++j) codes[j] = qs[j] & 0xF, codes[j + 16] = qs[j] >> 4;
+}
+
 // Decodes panel block b (of layout.block elements) of a GGUF row (the formats that
 // pack_panel does not simply copy).
 void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) {
   switch (t) {
     case GgmlType::kQ4_1: {
       const auto& q = reinterpret_cast<const BlockQ4_1*>(row)[b];
-      for (int j = 0; j < 16; ++j) out->codes[j] = q.qs[j] & 0xF, out->codes[j + 16] = q.qs[j] >> 4;
+      nibble_codes(q.qs, out->codes);
       out->s = f16_to_f32(q.d), out->m = f16_to_f32(q.m);
       return;
     }
@@ -85,8 +91,7 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       return;
     }
     case GgmlType::kIQ4_XS: {
-      const uint8_t* qs = reinterpret_cast<const BlockIQ4_XS*>(row)[b / 8].qs + 16 * (b % 8);
-      for (int j = 0; j < 16; ++j) out->codes[j] = qs[j] & 0xF, out->codes[j + 16] = qs[j] >> 4;
+      nibble_codes(reinterpret_cast<const BlockIQ4_XS*>(row)[b / 8].qs + 16 * (b % 8), out->codes);
       return;
     }
     case GgmlType::kQ6_K: {

@@ -1,9 +1,23 @@
 #pragma once
 // Per-format row conversions behind quantize_row/dequantize_row. n is a multiple of the
 // format's block size.
+#include <cmath>
 #include <cstdint>
 
 namespace tps {
+
+// The element of largest magnitude, with its sign (the first of equals): symmetric
+// formats map it to the most negative code so the full code range is used.
+inline float signed_absmax(const float* x, int n) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < n; ++j) {
+    if (std::fabs(x[j]) > amax) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  return max;
+}
 
 void dequantize_row_q4_0(const void* src, float* dst, int64_t n);
 void dequantize_row_q4_1(const void* src, float* dst, int64_t n);

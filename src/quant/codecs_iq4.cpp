@@ -27,10 +27,8 @@ uint8_t nearest_value(float v) {
 // d * kIq4Values[q] closest to x by least squares, among trial scales that map the
 // largest magnitude to or near the table's ends; codes get the chosen indices.
 float fit_block(const float* x, int n, uint8_t* codes) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j)
-    if (std::fabs(x[j]) > amax) amax = std::fabs(x[j]), max = x[j];
-  if (amax == 0.0f) {
+  const float max = signed_absmax(x, n);
+  if (max == 0.0f) {
     std::fill(codes, codes + n, nearest_value(0.0f));
     return 0.0f;
   }

@@ -208,10 +208,7 @@ namespace {
 uint16_t quantize_signed_per_16(const float* src, int code_min, int scale_min, int* scale_codes, uint8_t* L) {
   float scales[16], max_scale = 0.0f;
   for (int ib = 0; ib < 16; ++ib) {
-    float amax = 0.0f, max = 0.0f;
-    for (int k = 0; k < 16; ++k)
-      if (std::fabs(src[16 * ib + k]) > amax) amax = std::fabs(src[16 * ib + k]), max = src[16 * ib + k];
-    scales[ib] = max / static_cast<float>(code_min);
+    scales[ib] = signed_absmax(src + 16 * ib, 16) / static_cast<float>(code_min);
     if (std::fabs(scales[ib]) > std::fabs(max_scale)) max_scale = scales[ib];
   }
   const float iscale = max_scale != 0.0f ? static_cast<float>(scale_min) / max_scale : 0.0f;

@@ -11,19 +11,6 @@ namespace tps {
 
 namespace {
 
-// The element of largest magnitude, with its sign: symmetric formats map it to the
-// most negative code so the full code range is used.
-float signed_absmax(const float* x, int n) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < n; ++j) {
-    if (std::fabs(x[j]) > amax) {
-      amax = std::fabs(x[j]);
-      max = x[j];
-    }
-  }
-  return max;
-}
-
 int clamp_code(float v, int hi) { return std::clamp(static_cast<int>(v), 0, hi); }
 
 // Q5_0 and Q5_1 blocks: 32 codes of 5 bits, element j's and j + 16's low nibbles in byte

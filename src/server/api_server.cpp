@@ -143,6 +143,25 @@ struct ApiServer::Generation {
   std::optional<InFlight::Ticket> in_flight;  // until the response is written
 };
 
+namespace {
+
+// A request's usage: its prompt once, the tokens of all its choices (ApiServer::Choices,
+// a type private to the class, hence the template).
+template <typename Choices>
+Usage request_usage(const Choices& choices) {
+  Usage usage = choices[0]->usage();
+  usage.completion_tokens = 0;
+  for (const auto& g : choices) usage.completion_tokens += g->completion_tokens;
+  return usage;
+}
+
+ApiError timeout_error(double timeout_s) {
+  return ApiError(408, "", fmt::format("the request took longer than {} s", timeout_s), "request_timeout",
+                  "timeout_error");
+}
+
+}  // namespace
+
 ApiServer::ApiServer(const Tokenizer& tokenizer, Engine& engine, ServerMetrics& metrics, AccessLog& log,
                      ChatFamily chat, const ServerOptions& options)
     : tokenizer_(tokenizer), engine_(engine), metrics_(metrics), log_(log), chat_(chat), options_(options),
@@ -408,8 +427,7 @@ void ApiServer::respond_plain(const Choices& choices, httplib::Response& res) {
     }
     if (now_seconds() >= deadline) {
       end_all("timeout", 408);
-      send_error(res, ApiError(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
-                               "request_timeout", "timeout_error"));
+      send_error(res, timeout_error(options_.request_timeout_s));
       return;
     }
     // Every choice each pass, so each meets its stop strings as its tokens come: the
@@ -422,14 +440,11 @@ void ApiServer::respond_plain(const Choices& choices, httplib::Response& res) {
     }
   }
   std::vector<ChoiceBody> bodies;
-  Usage usage = choices[0]->usage();
-  usage.completion_tokens = 0;
   for (const auto& g : choices) {
     json lps = g->api.top_logprobs >= 0 ? logprobs_json(g->meta.endpoint, g->logprobs) : json(nullptr);
     bodies.push_back({g->text, g->reason, std::move(lps)});
-    usage.completion_tokens += g->completion_tokens;
   }
-  send_json(res, 200, completion_body(choices[0]->meta, bodies, usage,
+  send_json(res, 200, completion_body(choices[0]->meta, bodies, request_usage(choices),
                                       timings_json(choices[0]->times(), choices[0]->usage())));
   for (auto& g : choices) record(*g, outcome_of(*g), 200);
 }
@@ -484,9 +499,7 @@ void ApiServer::respond_stream(const Choices& choices, httplib::Response& res) {
               g->stream->cancel();
               record(*g, "timeout", 200);
             }
-            ApiError e(408, "", fmt::format("the request took longer than {} s", options_.request_timeout_s),
-                       "request_timeout", "timeout_error");
-            send(sse_event(error_json(e)));
+            send(sse_event(error_json(timeout_error(options_.request_timeout_s))));
             send(sse_done());
             sink.done();
             return true;
@@ -499,12 +512,7 @@ void ApiServer::respond_stream(const Choices& choices, httplib::Response& res) {
           return false;
         }
         if (finished) {
-          if (api.include_usage) {
-            Usage usage = choices[0]->usage();
-            usage.completion_tokens = 0;
-            for (const auto& g : choices) usage.completion_tokens += g->completion_tokens;
-            send(sse_event(usage_chunk(meta, usage)));
-          }
+          if (api.include_usage) send(sse_event(usage_chunk(meta, request_usage(choices))));
           send(sse_done());
           sink.done();
         }
