@@ -21,6 +21,7 @@ struct SynthArgs {
   uint64_t seed = 1;
   std::string vocab_from;
   int64_t layers = 0;
+  float output_skew = 1.0f;
   int threads = 0;
 };
 
@@ -55,7 +56,7 @@ int run_synth(const SynthArgs& a) {
   if (!scheme) fail("unknown weight type '{}' (one of: {})", a.type, fmt::join(weight_scheme_names(), " "));
   if (a.layers > 0) config->n_layers = a.layers;
 
-  SynthOptions options{*config, *scheme, a.seed, a.vocab_from};
+  SynthOptions options{*config, *scheme, a.seed, a.vocab_from, a.output_skew};
   ThreadPool pool(a.threads > 0 ? a.threads : ThreadPool::default_threads());
   double t0 = now_seconds();
   SynthResult r = synthesize_model(options, a.output, pool);
@@ -79,6 +80,11 @@ const CommandRegistration kSynth{
       sub.add_option("--vocab-from", a->vocab_from, "copy the tokenizer of this GGUF (vocab size follows it)");
       sub.add_option("--layers", a->layers, "override the number of layers (small test models)")
           ->check(CLI::PositiveNumber);
+      sub.add_option("--output-skew", a->output_skew,
+                     "widen the output rows of the vocabulary's first 1000 tokens, from S times down to 1, so "
+                     "that greedy text falls into loops as small trained models' does (1: off)")
+          ->capture_default_str()
+          ->check(CLI::Range(1.0f, 1000.0f));
       sub.add_option("-t,--threads", a->threads, "threads (default: all)")->check(CLI::PositiveNumber);
       return [a]() { return run_synth(*a); };
     }};

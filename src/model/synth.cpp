@@ -153,17 +153,29 @@ void set_model_metadata(GgufWriter& w, const ModelConfig& c, const WeightScheme&
 }
 
 // Copies only the tokenizer.* keys of `from`; returns its vocabulary size.
-int64_t copy_vocab(GgufWriter& w, const GgufFile& from) {
+// What --output-skew needs to know of a vocabulary: each token's type, and whether it is
+// byte-level BPE, whose first 256 normal tokens are single bytes.
+struct VocabShape {
+  std::vector<int32_t> token_types;
+  bool byte_level = false;
+};
+
+VocabShape copy_vocab(GgufWriter& w, const GgufFile& from) {
   const auto* tokens = from.get_string_array("tokenizer.ggml.tokens");
   if (!tokens || tokens->empty()) fail("'{}' has no tokenizer.ggml.tokens to copy", from.path());
   std::set<std::string> other_prefixes;
   for (const auto& [key, value] : from.metadata())
     if (key.rfind("tokenizer.", 0) != 0) other_prefixes.insert(key.substr(0, key.find('.') + 1));
   w.copy_metadata(from, {other_prefixes.begin(), other_prefixes.end()});
-  return static_cast<int64_t>(tokens->size());
+  VocabShape v;
+  v.token_types.assign(tokens->size(), 1);
+  if (const auto* types = from.get_number_array("tokenizer.ggml.token_type"); types && types->size() == tokens->size())
+    std::transform(types->begin(), types->end(), v.token_types.begin(), [](double t) { return static_cast<int32_t>(t); });
+  v.byte_level = from.get_string("tokenizer.ggml.model") == "gpt2";
+  return v;
 }
 
-void set_builtin_vocab(GgufWriter& w, int64_t size) {
+VocabShape set_builtin_vocab(GgufWriter& w, int64_t size) {
   BpeVocab v = builtin_bpe_vocab(size);
   w.set_string("tokenizer.ggml.model", "gpt2");
   w.set_string("tokenizer.ggml.pre", "gpt-2");  // llama.cpp's name for GPT-2's pre-tokenizer
@@ -172,6 +184,32 @@ void set_builtin_vocab(GgufWriter& w, int64_t size) {
   w.set_string_array("tokenizer.ggml.merges", v.merges);
   w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
   w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
+  return {v.token_types, true};
+}
+
+// --output-skew S: trained models' logits carry each token's frequency, so a few frequent
+// tokens win most argmaxes and small models' greedy text falls into loops. Random weights
+// get the same by scaling the output rows of the first 1000 normal tokens (byte tokens
+// skipped; BPE and SentencePiece vocabularies list tokens roughly by frequency) from S at
+// rank 0 down to 1 at rank 999, along a power law.
+std::vector<float> output_row_scales(const VocabShape& v, float skew) {
+  constexpr int kRanked = 1000;
+  constexpr int kByteTokens = 256;
+  std::vector<float> scale(v.token_types.size(), 1.0f);
+  if (skew == 1.0f) return scale;
+  const float alpha = std::log(skew) / std::log(static_cast<float>(kRanked));
+  int rank = 0;
+  int bytes_skipped = 0;
+  for (size_t id = 0; id < scale.size() && rank < kRanked; ++id) {
+    if (v.token_types[id] != 1) continue;
+    if (v.byte_level && bytes_skipped < kByteTokens) {
+      ++bytes_skipped;
+      continue;
+    }
+    scale[id] = skew * std::pow(static_cast<float>(rank + 1), -alpha);
+    ++rank;
+  }
+  return scale;
 }
 
 }  // namespace
@@ -223,16 +261,21 @@ SynthResult synthesize_model(const SynthOptions& options, const std::string& pat
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.ffn_dim <= 0 || c.head_dim <= 0)
     fail("model shape has a non-positive size");
   GgufWriter w;
+  if (!(options.output_skew >= 1.0f && options.output_skew <= 1000.0f))
+    fail("output skew must be in [1, 1000], not {}", options.output_skew);
+  VocabShape vocab;
   if (!options.vocab_from.empty()) {
     auto from = GgufFile::open(options.vocab_from);
-    int64_t n = copy_vocab(w, *from);
+    vocab = copy_vocab(w, *from);
+    const auto n = static_cast<int64_t>(vocab.token_types.size());
     if (n != c.vocab_size)
       result.notes.push_back(fmt::format("vocabulary size {} from '{}' replaces the preset's {}", n,
                                          options.vocab_from, c.vocab_size));
     c.vocab_size = n;
   } else {
-    set_builtin_vocab(w, c.vocab_size);
+    vocab = set_builtin_vocab(w, c.vocab_size);
   }
+  const std::vector<float> output_scale = output_row_scales(vocab, options.output_skew);
   set_model_metadata(w, c, options.scheme);
 
   std::vector<TensorPlan> plan = plan_tensors(c, options.scheme);
@@ -270,7 +313,8 @@ SynthResult synthesize_model(const SynthOptions& options, const std::string& pat
         row.resize(cols);
         for (int64_t r = begin; r < end; ++r) {
           uint64_t s = tensor_seed + static_cast<uint64_t>(r);
-          fill_normal(row.data(), cols, stddev, splitmix64(s));
+          const float row_stddev = t.kind == "output" ? stddev * output_scale[r] : stddev;
+          fill_normal(row.data(), cols, row_stddev, splitmix64(s));
           uint8_t* out = dst.data() + rb * r;
           if (t.type == GgmlType::kF32) std::memcpy(out, row.data(), rb);
           else quantize_row(t.type, row.data(), out, cols);

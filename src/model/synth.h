@@ -2,7 +2,9 @@
 // Random-weight GGUF models with the exact shape of a named model (as vLLM's dummy
 // weights): speed depends on shapes and types, not on what the weights say. Weights are
 // normal(0, 0.02), norms 1, written one tensor at a time, generated and quantized on
-// all threads, and reproducible from the seed whatever the thread count.
+// all threads, and reproducible from the seed whatever the thread count. Such a model's
+// greedy text never repeats; output_skew > 1 makes it fall into loops, as small trained
+// models' text does, for speculative decoding to draw on.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -38,6 +40,7 @@ struct SynthOptions {
   WeightScheme scheme;
   uint64_t seed = 1;
   std::string vocab_from;  // a GGUF whose tokenizer.* metadata is copied; empty: built-in BPE
+  float output_skew = 1.0f;  // in [1, 1000]: the first token's output row this many times wider
 };
 
 struct SynthResult {

@@ -11,8 +11,10 @@
 #include "core/timer.h"
 #include "engine/engine.h"
 #include "engine/model_runner.h"
+#include "model/synth.h"
 #include "../model/test_fixtures.h"
 #include "../support/scoped_isa.h"
+#include "../support/test_files.h"
 
 namespace tps {
 namespace {
@@ -167,6 +169,49 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Lossless, ::testing::ValuesIn(cases()), [](co
   return name;
 });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Lossless);
+
+// A synthetic model with a skewed output head (`tps synth --output-skew`) falls into
+// loops, so the n-gram drafter's drafts are accepted several at a time, on every path:
+// the fixtures' texts rarely give more than one.
+class LoopingText : public ::testing::TestWithParam<Isa> {};
+
+std::string looping_model() {
+  static const std::string path = [] {
+    ModelConfig c = *find_model_preset("tinyllama-1.1b");
+    c.dim = 256, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.rope_dims = 64;
+    c.ffn_dim = 512, c.vocab_size = 32000;
+    SynthOptions o{c, *parse_weight_scheme("q4_0"), 1, ""};
+    o.output_skew = 10;
+    const std::string p = test::temp_path("looping-q4_0.gguf");
+    ThreadPool pool(2);
+    synthesize_model(o, p, pool);
+    return p;
+  }();
+  return path;
+}
+
+TEST_P(LoopingText, DraftsAreAcceptedSeveralAtATimeAndLossless) {
+  if (!cpu_supports(GetParam())) GTEST_SKIP() << "this CPU has no " << isa_name(GetParam());
+  test::ScopedIsa forced(GetParam());
+  auto model = Model::load(looping_model());
+  const std::vector<int32_t> prompt = model->tokenizer().encode("Once upon a time, there was a little girl named Lily. She loved to play outside", true, true);
+  EngineSetup plain(*model, nullptr, SpecMode::kOff);
+  const auto want = tokens_of(*plain.engine->submit(greedy(prompt, 128)));
+  const NgramCeiling ceiling = ngram_ceiling(prompt, want, SpeculativeConfig{});
+  EXPECT_GT(ceiling.draftable, 64) << "the skewed model's text does not repeat";
+
+  EngineSetup spec(*model, nullptr, SpecMode::kNgram);
+  spec.config.speculative.draft_min = 4;  // every lookup that finds 4 tokens is verified
+  spec.engine = std::make_unique<Engine>(spec.runner, spec.config);
+  EXPECT_EQ(tokens_of(*spec.engine->submit(greedy(prompt, 128))), want);
+  const SpeculativeCounts counts = spec.engine->stats().speculative;
+  EXPECT_GE(counts.mean_accepted_length(), 1.0) << counts.accepted_tokens << " accepted in "
+                                                 << counts.verify_steps << " steps";
+}
+
+INSTANTIATE_TEST_SUITE_P(Paths, LoopingText,
+                         ::testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512, Isa::kAmx),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 // Rejected drafts never reach the prefix cache: a request run with a draft model that
 // is mostly wrong leaves blocks whose hashes match a later plain run of the same text.

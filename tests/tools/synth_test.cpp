@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -42,9 +43,9 @@ ModelConfig small_config() {
 
 std::unique_ptr<GgufFile> synth(const ModelConfig& config, const std::string& type, const std::string& file,
                                 uint64_t seed = 1, int threads = 2, SynthResult* result = nullptr,
-                                const std::string& vocab_from = "") {
+                                const std::string& vocab_from = "", float output_skew = 1) {
   ThreadPool pool(threads);
-  SynthOptions o{config, *parse_weight_scheme(type), seed, vocab_from};
+  SynthOptions o{config, *parse_weight_scheme(type), seed, vocab_from, output_skew};
   std::string path = temp_path(file);
   SynthResult r = synthesize_model(o, path, pool);
   if (result) *result = r;
@@ -272,6 +273,57 @@ TEST(Synth, VocabularyFromAnotherGguf) {
   EXPECT_EQ(g->get_string("general.name"), c.name);  // only tokenizer.* is copied
 }
 
+// --output-skew S scales the output row of the rank-r normal token (byte tokens left
+// out) by S (r + 1)^-log_1000(S), from S down to 1 at rank 999; every other row and
+// tensor keeps the weights of the unskewed file of the seed.
+void expect_skewed_output(const GgufFile& plain, const GgufFile& skewed, float skew,
+                          const std::vector<int64_t>& ranked_ids) {
+  std::vector<float> want_scale(plain.find_tensor("output.weight")->n_rows(), 1.0f);
+  for (size_t r = 0; r < ranked_ids.size() && r < 1000; ++r)
+    want_scale[ranked_ids[r]] = skew * std::pow(float(r + 1), -std::log(skew) / std::log(1000.0f));
+  for (const GgufTensor& t : plain.tensors()) {
+    const GgufTensor* u = skewed.find_tensor(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    if (t.name != "output.weight") {
+      EXPECT_EQ(std::memcmp(t.data, u->data, t.nbytes), 0) << t.name;
+      continue;
+    }
+    const auto* a = reinterpret_cast<const float*>(t.data);
+    const auto* b = reinterpret_cast<const float*>(u->data);
+    for (int64_t row = 0; row < t.n_rows(); ++row)
+      for (int64_t i = 0; i < t.row_length(); ++i)
+        ASSERT_NEAR(b[row * t.row_length() + i], a[row * t.row_length() + i] * want_scale[row],
+                    1e-5f * std::abs(a[row * t.row_length() + i] * want_scale[row]) + 1e-9f)
+            << "row " << row;
+  }
+}
+
+TEST(Synth, OutputSkewWidensTheFirstTokensRows) {
+  ModelConfig c = small_config();  // 256 bytes, 43 fillers, one special token
+  auto plain = synth(c, "f32", "unskewed.gguf", 3);
+  auto skewed = synth(c, "f32", "skewed.gguf", 3, 2, nullptr, "", 10);
+  std::vector<int64_t> fillers;
+  for (int64_t id = 256; id < 299; ++id) fillers.push_back(id);
+  expect_skewed_output(*plain, *skewed, 10, fillers);
+  EXPECT_THROW(synth(c, "f32", "bad.gguf", 3, 2, nullptr, "", 0.5f), Error);
+}
+
+TEST(Synth, OutputSkewRanksTheNormalTokensOfACopiedVocabulary) {
+  std::string vocab = fixtures() + "/vocab/ggml-vocab-llama-spm.gguf";
+  if (!fs::exists(vocab)) GTEST_SKIP() << "fixtures not found at " << fixtures() << " (set TPS_FIXTURES)";
+  ModelConfig c = small_config();
+  c.dim = 32;  // a 32000-token head, kept small
+  auto plain = synth(c, "f32", "spm-unskewed.gguf", 3, 2, nullptr, vocab);
+  auto skewed = synth(c, "f32", "spm-skewed.gguf", 3, 2, nullptr, vocab, 4);
+  std::vector<int64_t> normal;  // SentencePiece lists <unk>, <s>, </s> and the bytes first, by type
+  const auto* types = plain->get_number_array("tokenizer.ggml.token_type");
+  ASSERT_NE(types, nullptr);
+  for (size_t id = 0; id < types->size(); ++id)
+    if ((*types)[id] == 1) normal.push_back(static_cast<int64_t>(id));
+  ASSERT_GT(normal.front(), 256);
+  expect_skewed_output(*plain, *skewed, 4, normal);
+}
+
 int run_tps(const std::string& args) {
   std::string cmd = std::string(TPS_BINARY) + " " + args + " >/dev/null 2>&1";
   return WEXITSTATUS(std::system(cmd.c_str()));
@@ -292,6 +344,7 @@ TEST(Synth, CommandLine) {
   EXPECT_EQ(run_tps("synth --preset stories260k --type q3_z -o " + out), 2);
   EXPECT_EQ(run_tps("synth --preset stories260k"), 2);
   EXPECT_EQ(run_tps("synth --preset stories260k --layers 0 -o " + out), 2);
+  EXPECT_EQ(run_tps("synth --preset stories260k --output-skew 0.5 -o " + out), 2);
   EXPECT_FALSE(fs::exists(out));
 }
 
