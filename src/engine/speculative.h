@@ -20,7 +20,10 @@ struct SpeculativeConfig {
   int32_t draft_max = 8;      // drafts per verify step at most
   int32_t draft_min = 1;      // fewer proposals than this are not verified
   float draft_p_min = 0.6f;   // a draft model stops proposing below this probability of its pick
-  int32_t ngram_min = 2;      // n-gram lookup: the context's last n tokens, n from max down to min
+  // n-gram lookup: the context's last n tokens, n from max down to min. Down to 1, as
+  // llama.cpp's lookup: on looping text a 1-gram drafts where no 2-gram matches yet, and
+  // the draft length adapts where its drafts miss (docs/perf-log.md, session 27).
+  int32_t ngram_min = 1;
   int32_t ngram_max = 4;
 };
 
