@@ -33,14 +33,15 @@ std::string tps_cache_dir() {
   return dir.string();
 }
 
-std::string cached_synth_model(const std::string& preset, const std::string& type, uint64_t seed, ThreadPool& pool,
-                               const std::function<void(const std::string&)>& status) {
+std::string cached_synth_model(const std::string& preset, const std::string& type, uint64_t seed, float output_skew,
+                               ThreadPool& pool, const std::function<void(const std::string&)>& status) {
   auto config = find_model_preset(preset);
   if (!config) fail("unknown preset '{}' (see `tps synth --list`)", preset);
   auto scheme = parse_weight_scheme(type);
   if (!scheme) fail("unknown weight type '{}'", type);
-  fs::path path =
-      fs::path(tps_cache_dir()) / fmt::format("synth-v{}-{}-{}-s{}.gguf", kSynthFormatVersion, preset, scheme->name, seed);
+  const std::string skew = output_skew == 1.0f ? "" : fmt::format("-skew{}", output_skew);
+  fs::path path = fs::path(tps_cache_dir()) /
+                  fmt::format("synth-v{}-{}-{}-s{}{}.gguf", kSynthFormatVersion, preset, scheme->name, seed, skew);
   if (fs::exists(path)) {
     try {
       GgufFile::open(path.string());
@@ -53,7 +54,7 @@ std::string cached_synth_model(const std::string& preset, const std::string& typ
   fs::path tmp = path;
   tmp += fmt::format(".tmp{}", ::getpid());
   try {
-    synthesize_model({*config, *scheme, seed, ""}, tmp.string(), pool);
+    synthesize_model({*config, *scheme, seed, "", output_skew}, tmp.string(), pool);
   } catch (...) {
     std::error_code ec;
     fs::remove(tmp, ec);

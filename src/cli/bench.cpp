@@ -17,6 +17,7 @@
 #include "bench/bench_roofs.h"
 #include "bench/bench_runner.h"
 #include "cli/command.h"
+#include "cli/synth_options.h"
 #include "cli/model_session.h"
 #include "cli/text_file.h"
 #include "cli/speculative_options.h"
@@ -33,6 +34,7 @@ struct BenchArgs {
   std::string preset = "tinyllama-1.1b";
   std::string type = "q4_0";
   uint64_t seed = 1;
+  float output_skew = 1.0f;
   std::string prompts = "512";
   std::string gens = "128";
   std::string batches;
@@ -100,7 +102,7 @@ int run_bench(const BenchArgs& a) {
   if (a.tp > 1 && path.empty()) fail("--tp needs -m FILE (make one with tps synth)");
   if (path.empty()) {
     ThreadPool pool(max_threads);
-    path = cached_synth_model(a.preset, a.type, a.seed, pool, status);
+    path = cached_synth_model(a.preset, a.type, a.seed, a.output_skew, pool, status);
     preset = a.preset;
   }
   status("loading " + path);
@@ -166,6 +168,7 @@ const CommandRegistration kBench{
           ->capture_default_str();
       sub.add_option("--type", a->type, "weight type of the synthesized model")->capture_default_str();
       sub.add_option("--seed", a->seed, "seed for synthesized weights and token ids")->capture_default_str();
+      add_output_skew_option(sub, a->output_skew);
       sub.add_option("-p,--n-prompt", a->prompts, "prompt sizes (ppN tests), comma list; 0: none")
           ->capture_default_str();
       sub.add_option("-n,--n-gen", a->gens, "generated tokens (tgN tests at batch 1), comma list; 0: none")

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "cli/command.h"
+#include "cli/synth_options.h"
 #include "core/error.h"
 #include "core/timer.h"
 #include "model/synth.h"
@@ -80,11 +81,7 @@ const CommandRegistration kSynth{
       sub.add_option("--vocab-from", a->vocab_from, "copy the tokenizer of this GGUF (vocab size follows it)");
       sub.add_option("--layers", a->layers, "override the number of layers (small test models)")
           ->check(CLI::PositiveNumber);
-      sub.add_option("--output-skew", a->output_skew,
-                     "widen the output rows of the vocabulary's first 1000 tokens, from S times down to 1, so "
-                     "that greedy text falls into loops as small trained models' does (1: off)")
-          ->capture_default_str()
-          ->check(CLI::Range(1.0f, 1000.0f));
+      add_output_skew_option(sub, a->output_skew);
       sub.add_option("-t,--threads", a->threads, "threads (default: all)")->check(CLI::PositiveNumber);
       return [a]() { return run_synth(*a); };
     }};

@@ -413,6 +413,23 @@ TEST_F(BenchCommand, BreakdownAccountsForTheTimeAndTheWeights) {
   EXPECT_NE(out.find("| ffn_down |"), std::string::npos) << out;
 }
 
+// Without -m, bench synthesizes the --preset/--type/--seed/--output-skew model once into
+// the cache, under a name for each setting, as `tps synth` writes it.
+TEST_F(BenchCommand, SynthesizesEachSettingsModelIntoTheCache) {
+  const fs::path cache = dir_ / "cache";
+  const std::string cmd = "XDG_CACHE_HOME=" + cache.string() + " " + std::string(TPS_BINARY) +
+                          " bench --preset stories260k --type q8_0 --output-skew 10 --profile " + profile_path() + " " +
+                          kSmall + " >/dev/null 2>&1";
+  ASSERT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
+  const fs::path cached = cache / "tps" / "synth-v1-stories260k-q8_0-s1-skew10.gguf";
+  ASSERT_TRUE(fs::exists(cached));
+  SynthOptions o{*find_model_preset("stories260k"), *parse_weight_scheme("q8_0"), 1, "", 10};
+  const std::string direct = (dir_ / "skewed.gguf").string();
+  ThreadPool pool(1);
+  synthesize_model(o, direct, pool);
+  EXPECT_EQ(test::read_text(cached.string()), test::read_text(direct));
+}
+
 TEST_F(BenchCommand, BadFlagsExitWith2) {
   EXPECT_EQ(bench(kSmall + " -o xml"), 2);
   EXPECT_EQ(bench("-p abc"), 2);
@@ -422,6 +439,7 @@ TEST_F(BenchCommand, BadFlagsExitWith2) {
   EXPECT_EQ(bench("-p 0 -n 0"), 2);
   EXPECT_EQ(bench("-p 16 -n 4 -d 600"), 2);  // beyond stories260k's 512 positions
   EXPECT_EQ(bench("-p 16 -n 4 --no-such-flag"), 2);
+  EXPECT_EQ(bench("-p 16 -n 4 --output-skew 0"), 2);
   std::string cmd = std::string(TPS_BINARY) + " bench -m /no/such/model.gguf --profile " + profile_path() +
                     " -p 16 -n 4 >/dev/null 2>&1";
   EXPECT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 2);
