@@ -152,7 +152,6 @@ void set_model_metadata(GgufWriter& w, const ModelConfig& c, const WeightScheme&
   w.set_f32(a + ".attention.layer_norm_rms_epsilon", c.rms_eps);
 }
 
-// Copies only the tokenizer.* keys of `from`; returns its vocabulary size.
 // What --output-skew needs to know of a vocabulary: each token's type, and whether it is
 // byte-level BPE, whose first 256 normal tokens are single bytes.
 struct VocabShape {
@@ -160,6 +159,7 @@ struct VocabShape {
   bool byte_level = false;
 };
 
+// Copies only the tokenizer.* keys of `from`; returns the shape of its vocabulary.
 VocabShape copy_vocab(GgufWriter& w, const GgufFile& from) {
   const auto* tokens = from.get_string_array("tokenizer.ggml.tokens");
   if (!tokens || tokens->empty()) fail("'{}' has no tokenizer.ggml.tokens to copy", from.path());
@@ -175,6 +175,7 @@ VocabShape copy_vocab(GgufWriter& w, const GgufFile& from) {
   return v;
 }
 
+// Writes the built-in byte-level BPE vocabulary of `size` tokens; returns its shape.
 VocabShape set_builtin_vocab(GgufWriter& w, int64_t size) {
   BpeVocab v = builtin_bpe_vocab(size);
   w.set_string("tokenizer.ggml.model", "gpt2");
