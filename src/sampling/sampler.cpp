@@ -84,7 +84,10 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     adjust(logits, history);
     return argmax(logits);
   }
-  return draw(weigh(select(logits, history)));
+  const double total = weigh(select(logits, history));
+  // Nothing to draw from (every token banned, or a model's NaN): the argmax, as greedy.
+  if (!(total > 0)) return argmax(logits);
+  return draw(total);
 }
 
 float Sampler::select(std::span<float> logits, std::span<const int32_t> history) {
@@ -115,13 +118,20 @@ float Sampler::select(std::span<float> logits, std::span<const int32_t> history)
 void Sampler::distribution(std::span<float> logits, std::span<const int32_t> history, TokenDistribution& out) {
   out.ids.clear();
   out.probs.clear();
-  if (greedy()) {
-    adjust(logits, history);
+  auto only_the_argmax = [&] {
     out.ids.push_back(argmax(logits));
     out.probs.push_back(1.0f);
+  };
+  if (greedy()) {
+    adjust(logits, history);
+    only_the_argmax();
     return;
   }
   const double total = weigh(select(logits, history));
+  if (!(total > 0)) {  // as in sample()
+    only_the_argmax();
+    return;
+  }
   for (size_t i = 0; i < candidates_.size(); ++i) {
     if (probs_[i] <= 0.0f) continue;
     out.ids.push_back(candidates_[i].second);

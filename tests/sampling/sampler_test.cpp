@@ -89,6 +89,34 @@ TEST(Sampler, NeverDrawsATokenMaskedToMinusInfinity) {
   }
 }
 
+// Logits with no finite value (every token banned, or a model's NaN) still give a
+// distribution of one token and a draw from the vocabulary, on every setting: the
+// speculative paths read the distribution's first token.
+TEST(Sampler, LogitsWithNothingFiniteStillGiveATokenOfTheVocabulary) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (float bad : {-inf, nan}) {
+    for (float temperature : {0.0f, 0.8f}) {
+      for (bool truncated : {false, true}) {
+        SCOPED_TRACE(testing::Message() << bad << " t" << temperature << (truncated ? " top-k/p" : ""));
+        SamplingParams p = truncated ? SamplingParams{} : SamplingParams::untruncated(temperature);
+        p.temperature = temperature;
+        Sampler s(p);
+        std::vector<float> logits(5, bad);
+        TokenDistribution d;
+        s.distribution(logits, {}, d);
+        ASSERT_EQ(d.ids.size(), 1u);
+        EXPECT_GE(d.ids[0], 0);
+        EXPECT_LT(d.ids[0], 5);
+        EXPECT_EQ(d.probs[0], 1.0f);
+        logits.assign(5, bad);
+        const int32_t id = s.sample(logits, {});
+        EXPECT_GE(id, 0);
+        EXPECT_LT(id, 5);
+      }
+    }
+  }
+}
+
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
   SamplingParams p = SamplingParams::untruncated(1.0f);
   p.min_p = 0.5f;  // threshold 0.25: keeps 0.5 and 0.3
