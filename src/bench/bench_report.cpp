@@ -26,6 +26,7 @@ nlohmann::json model_json(const BenchModelInfo& m) {
                       {"step_weight_bytes", m.step_weight_bytes},
                       {"shape", shape_json(m.config)}};
   if (!m.preset.empty()) j["preset"] = m.preset;
+  if (m.output_skew != 1.0f) j["output_skew"] = m.output_skew;
   return j;
 }
 
@@ -63,7 +64,8 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 std::string BenchModelInfo::label() const {
-  return !preset.empty() ? preset : std::filesystem::path(file).filename().string();
+  if (preset.empty()) return std::filesystem::path(file).filename().string();
+  return output_skew == 1.0f ? preset : fmt::format("{} skew {}", preset, output_skew);
 }
 
 namespace {

@@ -17,6 +17,7 @@ namespace tps {
 
 struct BenchModelInfo {
   std::string preset;       // when synthesized from a preset
+  float output_skew = 1.0f; // the synthesized model's (tps synth --output-skew)
   std::string file;         // the GGUF measured
   std::string weight_type;  // "q4_0", "q4_k_m", ...
   int64_t weight_bytes = 0; // all tensor data
@@ -24,7 +25,7 @@ struct BenchModelInfo {
   int64_t params = 0;
   ModelConfig config;
 
-  std::string label() const;  // the preset, else the file name
+  std::string label() const;  // the preset (and its skew), else the file name
 };
 
 struct PhaseResult {

@@ -112,6 +112,7 @@ int run_bench(const BenchArgs& a) {
   BenchReport report;
   report.model = describe_model(model->gguf(), model->config());
   report.model.preset = preset;
+  if (!preset.empty()) report.model.output_skew = a.output_skew;
   report.repetitions = a.repetitions;
   report.created = utc_now_iso8601();
   LoadedProfile profile = find_or_probe_profile(a.profile, max_threads * a.tp, status);

@@ -9,7 +9,8 @@ namespace tps::cli {
 inline CLI::Option* add_output_skew_option(CLI::App& sub, float& skew) {
   return add_ranged_option(sub, "--output-skew", skew,
                            "widen the output rows of the vocabulary's first 1000 tokens, from this many times "
-                           "down to 1, so that greedy text falls into loops as small trained models' does (1: off)",
+                           "down to 1 (in a tied model, their embeddings too), so that greedy text falls into loops "
+                           "as small trained models' does (1: off)",
                            1.0f, 1000.0f);
 }
 

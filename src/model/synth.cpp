@@ -192,7 +192,8 @@ VocabShape set_builtin_vocab(GgufWriter& w, int64_t size) {
 // tokens win most argmaxes and small models' greedy text falls into loops. Random weights
 // get the same by scaling the output rows of the first 1000 normal tokens (byte tokens
 // skipped; BPE and SentencePiece vocabularies list tokens roughly by frequency) from S at
-// rank 0 down to 1 at rank 999, along a power law.
+// rank 0 down to 1 at rank 999, along a power law. A tied model's output head is its
+// token embedding table, so those tokens' embeddings widen too.
 std::vector<float> output_row_scales(const VocabShape& v, float skew) {
   constexpr int kRanked = 1000;
   constexpr int kByteTokens = 256;

@@ -74,6 +74,10 @@ double Sampler::uniform() {
 }
 
 void Sampler::adjust(std::span<float> logits, std::span<const int32_t> history) {
+  // A NaN logit (a fault in the model) counts as -inf: never drawn, and unable to turn
+  // the softmax's sum, or the argmax, into nonsense.
+  for (float& l : logits)
+    if (std::isnan(l)) l = -std::numeric_limits<float>::infinity();
   for (const auto& [id, amount] : params_.logit_bias)
     if (id >= 0 && static_cast<size_t>(id) < logits.size()) logits[id] += amount;
   apply_penalties(logits, history, params_, window_);
@@ -84,10 +88,11 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     adjust(logits, history);
     return argmax(logits);
   }
-  const double total = weigh(select(logits, history));
-  // Nothing to draw from (every token banned, or a model's NaN): the argmax, as greedy.
-  if (!(total > 0)) return argmax(logits);
-  return draw(total);
+  const float max_logit = select(logits, history);
+  // Nothing to draw from (every token banned, or NaN), or an infinite logit the softmax
+  // cannot weigh: the argmax, as greedy.
+  if (!std::isfinite(max_logit)) return argmax(logits);
+  return draw(weigh(max_logit));
 }
 
 float Sampler::select(std::span<float> logits, std::span<const int32_t> history) {
@@ -127,11 +132,12 @@ void Sampler::distribution(std::span<float> logits, std::span<const int32_t> his
     only_the_argmax();
     return;
   }
-  const double total = weigh(select(logits, history));
-  if (!(total > 0)) {  // as in sample()
+  const float max_logit = select(logits, history);
+  if (!std::isfinite(max_logit)) {  // as in sample()
     only_the_argmax();
     return;
   }
+  const double total = weigh(max_logit);
   for (size_t i = 0; i < candidates_.size(); ++i) {
     if (probs_[i] <= 0.0f) continue;
     out.ids.push_back(candidates_[i].second);

@@ -414,13 +414,17 @@ TEST_F(BenchCommand, BreakdownAccountsForTheTimeAndTheWeights) {
 }
 
 // Without -m, bench synthesizes the --preset/--type/--seed/--output-skew model once into
-// the cache, under a name for each setting, as `tps synth` writes it.
+// the cache, under a name for each setting, as `tps synth` writes it, and its rows name
+// the skew.
 TEST_F(BenchCommand, SynthesizesEachSettingsModelIntoTheCache) {
   const fs::path cache = dir_ / "cache";
+  const std::string out = (dir_ / "skewed.json").string();
   const std::string cmd = "XDG_CACHE_HOME=" + cache.string() + " " + std::string(TPS_BINARY) +
                           " bench --preset stories260k --type q8_0 --output-skew 10 --profile " + profile_path() + " " +
-                          kSmall + " >/dev/null 2>&1";
+                          kSmall + " -o json >" + out + " 2>/dev/null";
   ASSERT_EQ(WEXITSTATUS(std::system(cmd.c_str())), 0);
+  for (const auto& r : nlohmann::json::parse(test::read_text(out))["results"])
+    EXPECT_EQ(r["model"]["output_skew"], 10) << r.dump();  // the rows say which model
   const fs::path cached = cache / "tps" / "synth-v1-stories260k-q8_0-s1-skew10.gguf";
   ASSERT_TRUE(fs::exists(cached));
   SynthOptions o{*find_model_preset("stories260k"), *parse_weight_scheme("q8_0"), 1, "", 10};

@@ -171,8 +171,8 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, Lossless, ::testing::ValuesIn(cases()), [](co
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Lossless);
 
 // A synthetic model with a skewed output head (`tps synth --output-skew`) falls into
-// loops, so the n-gram drafter's drafts are accepted several at a time, on every path:
-// the fixtures' texts rarely give more than one.
+// loops, so the n-gram drafter's drafts are accepted more than one a step, on every
+// path: the fixtures' texts rarely give more than one.
 class LoopingText : public ::testing::TestWithParam<Isa> {};
 
 std::string looping_model() {
@@ -190,7 +190,7 @@ std::string looping_model() {
   return path;
 }
 
-TEST_P(LoopingText, DraftsAreAcceptedSeveralAtATimeAndLossless) {
+TEST_P(LoopingText, MoreThanOneDraftIsAcceptedPerStepAndLossless) {
   if (!cpu_supports(GetParam())) GTEST_SKIP() << "this CPU has no " << isa_name(GetParam());
   test::ScopedIsa forced(GetParam());
   auto model = Model::load(looping_model());
@@ -206,7 +206,8 @@ TEST_P(LoopingText, DraftsAreAcceptedSeveralAtATimeAndLossless) {
   spec.engine = std::make_unique<Engine>(spec.runner, spec.config);
   EXPECT_EQ(tokens_of(*spec.engine->submit(greedy(prompt, 128))), want);
   const SpeculativeCounts counts = spec.engine->stats().speculative;
-  EXPECT_GE(counts.mean_accepted_length(), 1.0) << counts.accepted_tokens << " accepted in "
+  // About 2.1 on every path (4 drafts a step).
+  EXPECT_GE(counts.mean_accepted_length(), 1.5) << counts.accepted_tokens << " accepted in "
                                                  << counts.verify_steps << " steps";
 }
 

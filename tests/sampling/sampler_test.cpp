@@ -89,12 +89,12 @@ TEST(Sampler, NeverDrawsATokenMaskedToMinusInfinity) {
   }
 }
 
-// Logits with no finite value (every token banned, or a model's NaN) still give a
-// distribution of one token and a draw from the vocabulary, on every setting: the
+// Logits with no finite value (every token banned, a model's NaN or infinity) still give
+// a distribution of one token and a draw from the vocabulary, on every setting: the
 // speculative paths read the distribution's first token.
 TEST(Sampler, LogitsWithNothingFiniteStillGiveATokenOfTheVocabulary) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
-  for (float bad : {-inf, nan}) {
+  for (float bad : {-inf, nan, inf}) {
     for (float temperature : {0.0f, 0.8f}) {
       for (bool truncated : {false, true}) {
         SCOPED_TRACE(testing::Message() << bad << " t" << temperature << (truncated ? " top-k/p" : ""));
@@ -115,6 +115,19 @@ TEST(Sampler, LogitsWithNothingFiniteStillGiveATokenOfTheVocabulary) {
       }
     }
   }
+}
+
+// A NaN among finite logits (a fault in the model) is never drawn, and the others keep
+// their softmax.
+TEST(Sampler, ANanLogitIsNeverDrawn) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto h = histogram(SamplingParams::untruncated(1.0f), {0.0f, nan, std::log(3.0f)}, 4000);
+  EXPECT_EQ(h.count(1), 0u);
+  EXPECT_NEAR(h[2] / 4000.0, 0.75, 0.03);
+  SamplingParams greedy;
+  greedy.temperature = 0;
+  std::vector<float> logits = {nan, 1.0f, 0.5f};
+  EXPECT_EQ(Sampler(greedy).sample(logits, {}), 1);
 }
 
 TEST(Sampler, MinPDropsTokensBelowAFractionOfTheBest) {
