@@ -88,21 +88,24 @@ int32_t Sampler::sample(std::span<float> logits, std::span<const int32_t> histor
     adjust(logits, history);
     return argmax(logits);
   }
-  const float max_logit = select(logits, history);
-  // Nothing to draw from (every token banned, or NaN), or an infinite logit the softmax
-  // cannot weigh: the argmax, as greedy.
-  if (!std::isfinite(max_logit)) return argmax(logits);
-  return draw(weigh(max_logit));
+  return draw(weigh(select(logits, history)));
 }
 
 float Sampler::select(std::span<float> logits, std::span<const int32_t> history) {
   adjust(logits, history);
   const size_t n = logits.size();
-  const float max_logit = *std::max_element(logits.begin(), logits.end());
+  const auto best = std::max_element(logits.begin(), logits.end());
+  const float max_logit = *best;
+  candidates_.clear();
+  // Nothing finite to weigh (every token banned, or NaN) or an infinite logit the
+  // softmax cannot weigh: the argmax alone, as greedy would pick.
+  if (!std::isfinite(max_logit)) {
+    candidates_.emplace_back(0.0f, static_cast<int32_t>(best - logits.begin()));
+    return 0.0f;
+  }
   // min-p keeps p_i >= min_p * p_max, i.e. logit_i >= max_logit + log(min_p), and always the best.
   const float min_p_floor = params_.min_p > 0.0f ? std::min(max_logit, max_logit + std::log(params_.min_p))
                                                  : -std::numeric_limits<float>::infinity();
-  candidates_.clear();
   const bool top_k = params_.top_k > 0 && static_cast<size_t>(params_.top_k) < n;
   if (top_k || params_.top_p < 1.0f) {
     for (size_t i = 0; i < n; ++i) candidates_.emplace_back(logits[i], static_cast<int32_t>(i));
@@ -123,21 +126,13 @@ float Sampler::select(std::span<float> logits, std::span<const int32_t> history)
 void Sampler::distribution(std::span<float> logits, std::span<const int32_t> history, TokenDistribution& out) {
   out.ids.clear();
   out.probs.clear();
-  auto only_the_argmax = [&] {
-    out.ids.push_back(argmax(logits));
-    out.probs.push_back(1.0f);
-  };
   if (greedy()) {
     adjust(logits, history);
-    only_the_argmax();
+    out.ids.push_back(argmax(logits));
+    out.probs.push_back(1.0f);
     return;
   }
-  const float max_logit = select(logits, history);
-  if (!std::isfinite(max_logit)) {  // as in sample()
-    only_the_argmax();
-    return;
-  }
-  const double total = weigh(max_logit);
+  const double total = weigh(select(logits, history));
   for (size_t i = 0; i < candidates_.size(); ++i) {
     if (probs_[i] <= 0.0f) continue;
     out.ids.push_back(candidates_[i].second);

@@ -66,9 +66,10 @@ class Sampler {
 
  private:
   double uniform();  // in [0, 1)
-  // The logit bias, then the penalties: what every path does to the logits first.
+  // NaN to -inf, the logit bias, then the penalties: what every path does to the logits first.
   void adjust(std::span<float> logits, std::span<const int32_t> history);
-  // Penalties, then candidates_ cut by top-k, top-p and min-p; returns the best logit.
+  // Penalties, then candidates_ cut by top-k, top-p and min-p; returns the best logit
+  // (the logit weigh() measures from). With no finite best, the argmax alone, at 0.
   float select(std::span<float> logits, std::span<const int32_t> history);
   // Leaves candidates_ (the whole vocabulary on entry) sorted best first and cut to the
   // top k, then to the smallest prefix whose probability reaches top_p.
