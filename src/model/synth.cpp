@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "formats/gguf.h"
 #include "model/synth_vocab.h"
+#include "tokenizer/vocab.h"
 #include "quant/quantize.h"
 
 namespace tps {
@@ -155,11 +156,12 @@ void set_model_metadata(GgufWriter& w, const ModelConfig& c, const WeightScheme&
 // What --output-skew needs to know of a vocabulary: each token's type, and whether it is
 // byte-level BPE, whose first 256 normal tokens are single bytes.
 struct VocabShape {
-  std::vector<int32_t> token_types;
+  std::vector<TokenType> types;
   bool byte_level = false;
 };
 
-// Copies only the tokenizer.* keys of `from`; returns the shape of its vocabulary.
+// Copies only the tokenizer.* keys of `from`; returns the shape of its vocabulary, read
+// as the tokenizer reads it.
 VocabShape copy_vocab(GgufWriter& w, const GgufFile& from) {
   const auto* tokens = from.get_string_array("tokenizer.ggml.tokens");
   if (!tokens || tokens->empty()) fail("'{}' has no tokenizer.ggml.tokens to copy", from.path());
@@ -167,12 +169,8 @@ VocabShape copy_vocab(GgufWriter& w, const GgufFile& from) {
   for (const auto& [key, value] : from.metadata())
     if (key.rfind("tokenizer.", 0) != 0) other_prefixes.insert(key.substr(0, key.find('.') + 1));
   w.copy_metadata(from, {other_prefixes.begin(), other_prefixes.end()});
-  VocabShape v;
-  v.token_types.assign(tokens->size(), 1);
-  if (const auto* types = from.get_number_array("tokenizer.ggml.token_type"); types && types->size() == tokens->size())
-    std::transform(types->begin(), types->end(), v.token_types.begin(), [](double t) { return static_cast<int32_t>(t); });
-  v.byte_level = from.get_string("tokenizer.ggml.model") == "gpt2";
-  return v;
+  const std::string model = from.get_string("tokenizer.ggml.model");
+  return {Vocab::from_gguf(from, model == "llama").types, model == "gpt2"};
 }
 
 // Writes the built-in byte-level BPE vocabulary of `size` tokens; returns its shape.
@@ -185,7 +183,9 @@ VocabShape set_builtin_vocab(GgufWriter& w, int64_t size) {
   w.set_string_array("tokenizer.ggml.merges", v.merges);
   w.set_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(v.bos_id));
   w.set_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(v.eos_id));
-  return {v.token_types, true};
+  std::vector<TokenType> types;
+  for (int32_t t : v.token_types) types.push_back(static_cast<TokenType>(t));
+  return {types, true};
 }
 
 // --output-skew S: trained models' logits carry each token's frequency, so a few frequent
@@ -197,13 +197,13 @@ VocabShape set_builtin_vocab(GgufWriter& w, int64_t size) {
 std::vector<float> output_row_scales(const VocabShape& v, float skew) {
   constexpr int kRanked = 1000;
   constexpr int kByteTokens = 256;
-  std::vector<float> scale(v.token_types.size(), 1.0f);
+  std::vector<float> scale(v.types.size(), 1.0f);
   if (skew == 1.0f) return scale;
   const float alpha = std::log(skew) / std::log(static_cast<float>(kRanked));
   int rank = 0;
   int bytes_skipped = 0;
   for (size_t id = 0; id < scale.size() && rank < kRanked; ++id) {
-    if (v.token_types[id] != 1) continue;
+    if (v.types[id] != TokenType::kNormal) continue;
     if (v.byte_level && bytes_skipped < kByteTokens) {
       ++bytes_skipped;
       continue;
@@ -263,13 +263,13 @@ SynthResult synthesize_model(const SynthOptions& options, const std::string& pat
   if (c.dim <= 0 || c.n_layers <= 0 || c.n_heads <= 0 || c.n_kv_heads <= 0 || c.ffn_dim <= 0 || c.head_dim <= 0)
     fail("model shape has a non-positive size");
   GgufWriter w;
-  if (!(options.output_skew >= 1.0f && options.output_skew <= 1000.0f))
-    fail("output skew must be in [1, 1000], not {}", options.output_skew);
+  if (!(options.output_skew >= 1.0f && options.output_skew <= kMaxOutputSkew))
+    fail("output skew must be in [1, {}], not {}", kMaxOutputSkew, options.output_skew);
   VocabShape vocab;
   if (!options.vocab_from.empty()) {
     auto from = GgufFile::open(options.vocab_from);
     vocab = copy_vocab(w, *from);
-    const auto n = static_cast<int64_t>(vocab.token_types.size());
+    const auto n = static_cast<int64_t>(vocab.types.size());
     if (n != c.vocab_size)
       result.notes.push_back(fmt::format("vocabulary size {} from '{}' replaces the preset's {}", n,
                                          options.vocab_from, c.vocab_size));

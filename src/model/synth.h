@@ -35,12 +35,15 @@ struct WeightScheme {
 std::optional<WeightScheme> parse_weight_scheme(const std::string& name);
 const std::vector<std::string>& weight_scheme_names();
 
+// --output-skew's largest value: the first token's output row 1000 times wider.
+inline constexpr float kMaxOutputSkew = 1000.0f;
+
 struct SynthOptions {
   ModelConfig config;      // the shape; vocab_size may be replaced by --vocab-from's
   WeightScheme scheme;
   uint64_t seed = 1;
   std::string vocab_from;  // a GGUF whose tokenizer.* metadata is copied; empty: built-in BPE
-  float output_skew = 1.0f;  // in [1, 1000]: the first token's output row this many times wider
+  float output_skew = 1.0f;  // in [1, kMaxOutputSkew]: the first token's output row this many times wider
 };
 
 struct SynthResult {
