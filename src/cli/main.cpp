@@ -2,6 +2,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -29,11 +31,13 @@ int main(int argc, char** argv) {
   // The kernel choices every command shares; the flags stand for the environment
   // variables, which the kernels read once, so they are set before anything reads them.
   std::string isa, float_math;
-  app.add_option("--isa", isa, "cap the kernels' instruction set, as TPS_ISA does")
-      ->check(CLI::IsMember({"scalar", "avx2", "avx_vnni", "avx512", "amx"}));
+  std::vector<std::string> isa_names, float_math_names;
+  for (int i = 0; i < tps::kIsaCount; ++i) isa_names.push_back(tps::isa_name(static_cast<tps::Isa>(i)));
+  for (auto m : {tps::FloatMath::kF32, tps::FloatMath::kBf16}) float_math_names.push_back(tps::float_math_name(m));
+  app.add_option("--isa", isa, "cap the kernels' instruction set, as TPS_ISA does")->check(CLI::IsMember(isa_names));
   app.add_option("--float-math", float_math, "f32 (exact, the default) or bf16 for F32/F16/BF16 weights, as "
                                              "TPS_FLOAT_MATH does (bf16 needs AVX512-BF16)")
-      ->check(CLI::IsMember({"f32", "bf16"}));
+      ->check(CLI::IsMember(float_math_names));
   auto commands = command_registry();
   std::sort(commands.begin(), commands.end(),
             [](const CommandInfo& a, const CommandInfo& b) { return a.name < b.name; });
