@@ -14,6 +14,7 @@
 #include "model/synth.h"
 
 #include "support/scoped_isa.h"
+#include "support/small_llama.h"
 #include "support/test_files.h"
 
 namespace tps {
@@ -40,17 +41,9 @@ double relative_rms(const std::vector<float>& a, const std::vector<float>& b) {
   return std::sqrt(err / norm);
 }
 
-// Rows that fit every block (256), so each type is itself, with no fallback.
-ModelConfig small_model() {
-  ModelConfig c = *find_model_preset("tinyllama-1.1b");
-  c.dim = 256, c.n_layers = 2, c.n_heads = 4, c.n_kv_heads = 2, c.head_dim = 64, c.rope_dims = 64;
-  c.ffn_dim = 512, c.vocab_size = 512;
-  return c;
-}
-
 std::string synth_model(const std::string& type, ThreadPool& pool) {
   const std::string path = test::temp_path("synth-types-" + type + ".gguf");
-  synthesize_model({small_model(), *parse_weight_scheme(type), 7, ""}, path, pool);
+  synthesize_model({test::small_llama(512), *parse_weight_scheme(type), 7, ""}, path, pool);
   return path;
 }
 
