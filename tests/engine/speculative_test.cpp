@@ -74,11 +74,13 @@ TEST(SpeculativeCounts, DefineTheRatesOnce) {
 }
 
 struct EngineSetup {
-  EngineSetup(Model& target, Model* draft_model, SpecMode mode, int32_t max_seqs = 2)
+  // draft_min: fewer drafts than this are not verified (4: every verified step has 4).
+  EngineSetup(Model& target, Model* draft_model, SpecMode mode, int32_t max_seqs = 2, int32_t draft_min = 1)
       : runner(target, plan_kv_geometry(target.config(), {0, 0, 16, max_seqs}, nullptr), 1) {
     config.max_seqs = max_seqs;
     config.speculative.mode = mode;
     config.speculative.draft_max = 4;
+    config.speculative.draft_min = draft_min;
     config.speculative.draft_p_min = 0;  // draft every time: the test is about losslessness
     if (draft_model != nullptr) {
       draft = std::make_unique<ModelRunner>(*draft_model, runner.kv_geometry(), runner.pool());
@@ -200,9 +202,7 @@ TEST_P(LoopingText, MoreThanOneDraftIsAcceptedPerStepAndLossless) {
   bigrams.ngram_min = 2;
   EXPECT_GT(ngram_ceiling(prompt, want, bigrams).draftable, 64) << "the skewed model's text does not repeat";
 
-  EngineSetup spec(*model, nullptr, SpecMode::kNgram);
-  spec.config.speculative.draft_min = 4;  // every lookup that finds 4 tokens is verified
-  spec.engine = std::make_unique<Engine>(spec.runner, spec.config);
+  EngineSetup spec(*model, nullptr, SpecMode::kNgram, 2, 4);  // every lookup that finds 4 tokens is verified
   EXPECT_EQ(tokens_of(*spec.engine->submit(greedy(prompt, 128))), want);
   const SpeculativeCounts counts = spec.engine->stats().speculative;
   // About 2.1 on every path (4 drafts a step).
