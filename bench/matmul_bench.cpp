@@ -141,13 +141,13 @@ void BM_Gemm(benchmark::State& state, GgmlType type) {
 // tiles read).
 struct QuantizedTokens {
   QuantizedTokens(const IsaKernels& k, int64_t tokens, int64_t cols, int zero_point)
-      : q(tokens * cols + 32 * Q8Activations::kGroup), d(tokens * cols / 32), sum32(d.size()), zero16(tokens * cols / 16), zero32(d.size()),
-        a{tokens, cols, q.data(), d.data(), sum32.data(), zero16.data(), zero32.data()} {
+      : q(tokens * cols + 32 * Q8Activations::kGroup), d(tokens * cols / 32), sum32(d.size()), sum16(tokens * cols / 16), zero16(tokens * cols / 16), zero32(d.size()),
+        a{tokens, cols, q.data(), d.data(), sum32.data(), sum16.data(), zero16.data(), zero32.data()} {
     auto x = activations(tokens * cols);
     for (int64_t t = 0; t < tokens; ++t) k.quantize_activations(&x[t * cols], cols, zero_point, a.token(t));
   }
   std::vector<int8_t> q;
-  std::vector<float> d, sum32;
+  std::vector<float> d, sum32, sum16;
   std::vector<int32_t> zero16, zero32;
   Q8Activations a;
 };
@@ -256,6 +256,7 @@ TPS_MATMUL_BENCH(q5_k, kQ5_K);
 TPS_MATMUL_BENCH(bf16, kBF16);
 TPS_MATMUL_BENCH(iq4_nl, kIQ4_NL);
 TPS_MATMUL_BENCH(iq4_xs, kIQ4_XS);
+TPS_MATMUL_BENCH(q2_k, kQ2_K);
 TPS_MATMUL_BENCH(q3_k, kQ3_K);
 
 // The panel kernels of the integer paths, one per panel shape.

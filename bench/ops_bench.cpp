@@ -78,15 +78,15 @@ void BM_QuantizeActivations(benchmark::State& state) {
   auto quantize = k != nullptr ? k->quantize_activations : quantize_activations_scalar;
   auto x = gaussian(kRows * kDim, 1);
   std::vector<int8_t> q(static_cast<size_t>(kRows * kDim));
-  std::vector<float> d(kRows * kDim / 32), sum32(kRows * kDim / 32);
+  std::vector<float> d(kRows * kDim / 32), sum32(kRows * kDim / 32), sum16(kRows * kDim / 16);
   std::vector<int32_t> zero16(kRows * kDim / 16), zero32(kRows * kDim / 32);
   for (auto _ : state) {
     for (int64_t r = 0; r < kRows; ++r)
       quantize(&x[r * kDim], kDim, 8,
-               {&q[r * kDim], &d[r * kDim / 32], &sum32[r * kDim / 32], &zero16[r * kDim / 16], &zero32[r * kDim / 32], 1});
+               {&q[r * kDim], &d[r * kDim / 32], &sum32[r * kDim / 32], &sum16[r * kDim / 16], &zero16[r * kDim / 16], &zero32[r * kDim / 32], 1});
     benchmark::ClobberMemory();
   }
-  report(state, kRows * kDim * (4 + 1) + (d.size() + sum32.size() + zero16.size() + zero32.size()) * 4, kRows * kDim);
+  report(state, kRows * kDim * (4 + 1) + (d.size() + sum32.size() + sum16.size() + zero16.size() + zero32.size()) * 4, kRows * kDim);
 }
 BENCHMARK(BM_QuantizeActivations);
 

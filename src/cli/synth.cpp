@@ -74,7 +74,7 @@ const CommandRegistration kSynth{
       auto a = std::make_shared<SynthArgs>();
       sub.add_flag("--list", a->list, "list the presets and weight types");
       sub.add_option("--preset", a->preset, "model shape, e.g. tinyllama-1.1b");
-      sub.add_option("--type", a->type, "weight type (f32 f16 bf16 q8_0 q4_0 q4_1 q5_0 q5_1 q3_k q4_k q5_k q6_k q4_k_m iq4_nl iq4_xs)")
+      sub.add_option("--type", a->type, fmt::format("weight type ({})", fmt::join(weight_scheme_names(), " ")))
           ->capture_default_str();
       sub.add_option("-o,--output", a->output, "GGUF file to write");
       sub.add_option("--seed", a->seed, "random seed")->capture_default_str();

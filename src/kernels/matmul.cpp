@@ -190,7 +190,7 @@ Q8Activations quantize_tokens(const IsaKernels& k, const float* x, int64_t n_tok
   thread_local std::vector<uint8_t> act_buffer;
   const int64_t nb32 = cols / 32, nb16 = cols / 16;
   size_t q_bytes = static_cast<size_t>(n_tokens * cols + 32 * Q8Activations::kGroup + 63) / 64 * 64;
-  size_t sums = static_cast<size_t>(n_tokens * (nb32 * 3 + nb16));  // d, sum32, zero32, zero16
+  size_t sums = static_cast<size_t>(n_tokens * (nb32 * 3 + nb16 * 2));  // d, sum32, zero32, zero16, sum16
   static_assert(sizeof(float) == sizeof(int32_t));
   uint8_t* base = scratch(act_buffer, q_bytes + sums * sizeof(float));
   Q8Activations a;
@@ -201,6 +201,7 @@ Q8Activations quantize_tokens(const IsaKernels& k, const float* x, int64_t n_tok
   a.sum32 = a.d + n_tokens * nb32;
   a.zero32 = reinterpret_cast<int32_t*>(a.sum32 + n_tokens * nb32);
   a.zero16 = a.zero32 + n_tokens * nb32;
+  a.sum16 = reinterpret_cast<float*>(a.zero16 + n_tokens * nb16);
   auto quantize = [&](int64_t t0, int64_t t1, int) {
     for (int64_t t = t0; t < t1; ++t) k.quantize_activations(x + t * cols, cols, zero_point, a.token(t));
   };
@@ -536,6 +537,8 @@ void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, c
     }
     out.d[b * stride] = db;
     out.sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
+    out.sum16[2 * b * stride] = db * static_cast<float>(sums[0]);
+    out.sum16[(2 * b + 1) * stride] = db * static_cast<float>(sums[1]);
     out.zero16[2 * b * stride] = -zero_point * sums[0];
     out.zero16[(2 * b + 1) * stride] = -zero_point * sums[1];
     out.zero32[b * stride] = -zero_point * (sums[0] + sums[1]);

@@ -39,7 +39,8 @@ constexpr PanelLayout shape_layout(int code_bits, int block, Bias bias, Scales s
 struct Q8Token {
   int8_t* q;
   float* d;
-  float* sum32;      // d * (sum of the codes) per 32: the term of a bias per block
+  float* sum32;      // d * (sum of the codes) per 32 and per 16: the term of a bias per
+  float* sum16;      // block (of 32, or of 16: Q2_K)
   int32_t* zero16;   // -zero_point * (sum of the codes) per 16 and per 32: a fixed
   int32_t* zero32;   // zero point's term, added to the integer dot exactly
   int64_t stride;
@@ -51,6 +52,8 @@ struct Q8Token {
   [[gnu::always_inline]] void set_block(int64_t b, float d_b, int s0, int s1, int zero_point) const {
     d[b * stride] = d_b;
     sum32[b * stride] = d_b * static_cast<float>(s0 + s1);
+    sum16[2 * b * stride] = d_b * static_cast<float>(s0);
+    sum16[(2 * b + 1) * stride] = d_b * static_cast<float>(s1);
     zero16[2 * b * stride] = -zero_point * s0;
     zero16[(2 * b + 1) * stride] = -zero_point * s1;
     zero32[b * stride] = -zero_point * (s0 + s1);
@@ -65,13 +68,14 @@ struct Q8Token {
 // kernel, three of the AVX2 one. Group g holds tokens [kGroup g, kGroup g + n) with
 // n = group_size(); its token j's 32-block b has codes at
 //   q + kGroup g cols + b (32 n) + 32 j,  scale d[kGroup g nb32 + b n + j],
-// sum32 and zero32 like d, and zero16[kGroup g nb16 + b16 n + j].
+// sum32 and zero32 like d, and sum16 and zero16 at [kGroup g nb16 + b16 n + j].
 struct Q8Activations {
   static constexpr int64_t kGroup = 12;
   int64_t n_tokens = 0, cols = 0;
   int8_t* q = nullptr;
   float* d = nullptr;
   float* sum32 = nullptr;
+  float* sum16 = nullptr;
   int32_t* zero16 = nullptr;
   int32_t* zero32 = nullptr;
 
@@ -80,8 +84,8 @@ struct Q8Activations {
   // Token t's places in the group layout.
   [[gnu::always_inline]] Q8Token token(int64_t t) const {
     const int64_t g0 = group_start(t), j = t - g0, nb32 = cols / 32, nb16 = cols / 16;
-    return {q + g0 * cols + 32 * j, d + g0 * nb32 + j, sum32 + g0 * nb32 + j, zero16 + g0 * nb16 + j,
-            zero32 + g0 * nb32 + j, group_size(t)};
+    return {q + g0 * cols + 32 * j, d + g0 * nb32 + j,        sum32 + g0 * nb32 + j, sum16 + g0 * nb16 + j,
+            zero16 + g0 * nb16 + j,        zero32 + g0 * nb32 + j, group_size(t)};
   }
 };
 
@@ -252,7 +256,7 @@ template <int kMax, typename F>
 template <typename S>
 struct TileTokens {
   TileTokens(const Q8Activations& a, int64_t t0) : at(a.token(t0)) {
-    if constexpr (S::kBias || S::kK) sums = at.sum32;
+    if constexpr (S::kBias || S::kK) sums = S::kBlock == 32 ? at.sum32 : at.sum16;
     else sums = S::kBlock == 32 ? at.zero32 : at.zero16;
   }
   const int8_t* q(int64_t b) const { return at.q + b * S::kBlock / 32 * 32 * at.stride + b * S::kBlock % 32; }

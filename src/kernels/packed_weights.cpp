@@ -21,6 +21,7 @@ constexpr PanelLayout kQ8_0{.code_bits = 8, .block = 32, .offset = 128};
 constexpr PanelLayout kQ4_K{.code_bits = 4, .block = 32, .has_bias = true, .k_scales = true};
 constexpr PanelLayout kQ5_K{.code_bits = 8, .block = 32, .has_bias = true, .k_scales = true, .stored_bits = 5};
 constexpr PanelLayout kQ6_K{.code_bits = 8, .block = 16, .offset = 32, .stored_bits = 6, .i8_scales = true};
+constexpr PanelLayout kQ2_K{.code_bits = 4, .block = 16, .has_bias = true, .k_scales = true};
 constexpr PanelLayout kQ3_K{.code_bits = 4, .block = 16, .offset = 4, .i8_scales = true};
 constexpr PanelLayout kIQ4_NL{.code_bits = 4, .block = 32, .offset = 128, .iq4_values = true};
 constexpr PanelLayout kIQ4_XS{.code_bits = 4, .block = 32, .offset = 128, .i8_scales = true, .iq4_values = true};
@@ -85,6 +86,11 @@ void decode_block(GgmlType t, const uint8_t* row, int64_t b, DecodedBlock* out) 
       }
       return;
     }
+    case GgmlType::kQ2_K: {
+      const auto& q = reinterpret_cast<const BlockQ2_K*>(row)[b / 16];
+      for (int i = 0; i < 16; ++i) out->codes[i] = static_cast<uint8_t>(k_low_2_bits(q.qs, static_cast<int>(b % 16) * 16 + i));
+      return;
+    }
     case GgmlType::kQ3_K: {
       const auto& q = reinterpret_cast<const BlockQ3_K*>(row)[b / 16];
       for (int i = 0; i < 16; ++i) out->codes[i] = static_cast<uint8_t>(q3_k_code(q, static_cast<int>(b % 16) * 16 + i));
@@ -123,6 +129,7 @@ const PanelLayout* panel_layout(GgmlType t) {
     case GgmlType::kQ4_K: return &kQ4_K;
     case GgmlType::kQ5_K: return &kQ5_K;
     case GgmlType::kQ6_K: return &kQ6_K;
+    case GgmlType::kQ2_K: return &kQ2_K;
     case GgmlType::kQ3_K: return &kQ3_K;
     case GgmlType::kIQ4_NL: return &kIQ4_NL;
     case GgmlType::kIQ4_XS: return &kIQ4_XS;
@@ -191,9 +198,20 @@ int8_t i8_block_scale(GgmlType t, const uint8_t* sb, int j) {
   return static_cast<int8_t>(iq4_xs_scale(*reinterpret_cast<const BlockIQ4_XS*>(sb), j));
 }
 
+// Where a k_scales super-block keeps its f16 d (dmin follows it), and block j's scale
+// and min codes.
+const uint8_t* k_super_d(GgmlType t, const uint8_t* sb) {
+  return t == GgmlType::kQ2_K ? reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ2_K*>(sb)->d) : sb;
+}
+void k_block_scale(GgmlType t, const uint8_t* sb, int j, uint8_t* sc, uint8_t* m) {
+  if (t != GgmlType::kQ2_K) return unpack_k_scale(sb + 4, j, sc, m);
+  const uint8_t codes = reinterpret_cast<const BlockQ2_K*>(sb)->scales[j];
+  *sc = codes & 0xF, *m = codes >> 4;
+}
+
 // The K-quants and IQ4_XS (super_headers()): per super-block, a header of each row's d
 // (and dmin), then its units, each block with its codes and one scale code byte per row
-// (and one min code byte for Q4_K and Q5_K).
+// (and one min code byte for Q2_K, Q4_K and Q5_K).
 void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const size_t super_bytes = type_info(w.type).block_bytes;
   const int64_t blocks = w.cols / L.block, blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
@@ -210,15 +228,15 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
         if (L.i8_scales) {
           std::memcpy(header + 2 * r, i8_super_d(w.type, sb), 2);
         } else {
-          std::memcpy(header + 2 * r, sb, 2);           // d
-          std::memcpy(header + 32 + 2 * r, sb + 2, 2);  // dmin
+          std::memcpy(header + 2 * r, k_super_d(w.type, sb), 2);           // d
+          std::memcpy(header + 32 + 2 * r, k_super_d(w.type, sb) + 2, 2);  // dmin
         }
       }
       decode_block(w.type, row, b, &dec);
       put_codes(L, dec.codes, r, dst + L.block_codes(b));
       uint8_t* sc = dst + L.unit_scales(u);
       if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(i8_block_scale(w.type, sb, j));
-      else unpack_k_scale(sb + 4, j, sc + r, sc + kPanelRows + r);
+      else k_block_scale(w.type, sb, j, sc + 2 * kPanelRows * i + r, sc + 2 * kPanelRows * i + kPanelRows + r);
     }
   }
 }

@@ -7,29 +7,29 @@
 //
 // Every quantized type maps to the same shape, value = scale * code + bias per
 // (row, block), with unsigned codes:
-//   4-bit codes (Q4_0, Q4_1, Q4_K, Q3_K, IQ4): same bytes as the GGUF formats for
+//   4-bit codes (Q4_0, Q4_1, Q4_K, Q2_K, Q3_K, IQ4): same bytes as the GGUF formats for
 //     Q4_0/Q4_1/IQ4_NL, so the panel streams exactly the file's bytes; Q4_K adds 2 bytes
-//     per 32 weights; Q3_K's 3-bit codes take a nibble each (4.5 bits a weight in its
-//     panels, 3.44 in the file)
+//     per 32 weights; Q3_K's 3-bit and Q2_K's 2-bit codes take a nibble each (4.5 and 5
+//     bits a weight in their panels, 3.44 and 2.63 in the file)
 //   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K; all but Q8_0 compact in
 //     memory, see below)
-//   blocks of 32 (16 for Q6_K), f16 scale per (row, block), f16 bias per (row, block)
+//   blocks of 32 (16 for Q2_K, Q3_K and Q6_K), f16 scale per (row, block), f16 bias per (row, block)
 //   or bias = -offset * scale when the format has a fixed zero point;
-//   Q4_K, Q5_K and Q6_K keep their two-level scales instead, so their panels are near
+//   the K-quants keep their two-level scales instead, so their panels are near
 //   the file's size: every 256 elements (one super-block) a header of 16 f16 d (and
-//   for Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales (Q4_K,
-//   Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn, scale = d * sc, bias = -dmin *
-//   mn; i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
+//   for Q2_K, Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales
+//   (Q2_K, Q4_K, Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn, scale = d * sc,
+//   bias = -dmin * mn; i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
 //   -32 * scale (Q6_K), -4 * scale (Q3_K) or -128 * scale (IQ4_XS, whose looked-up
 //   codes have offset 128).
 //   IQ4_NL is Q4_0's layout with IQ4's codes (iq4_values): scale = d, bias = -128 * d.
 //   Scales are exact in f32 either way (an 8-bit code times an f16).
-// Panel unit layout (16 rows): a unit is one block, or two for Q6_K and Q3_K (blocks of
-// 16, whose two blocks' i8 scales share 32 bytes); the units of a super-block follow its
+// Panel unit layout (16 rows): a unit is one block, or two for blocks of 16 (Q6_K and
+// Q3_K, whose two blocks' i8 scales share 32 bytes, and Q2_K); the units of a super-block follow its
 // header. A unit's code vectors of 64 bytes (vector k holds codes 4k..4k+3 of each row
 // in bytes 4r..4r+3; for 4-bit codes the low nibbles are codes 4k.. and the high nibbles
 // codes block/2 + 4k..), block by block, then 16 f16 scales, then 16 f16 biases (or with k_scales:
-// 16 sc, then 16 mn; with i8_scales: each block's 16 sc); in odd units of layouts
+// each block's 16 sc, then its 16 mn; with i8_scales: each block's 16 sc); in odd units of layouts
 // whose units are 32 bytes past a multiple of 64, the 32 bytes of scales come before
 // the codes (PanelLayout::scales_first).
 //
@@ -86,7 +86,7 @@ struct PanelLayout {
   static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin (or zeros)
 
   int code_bits = 8;   // 4 or 8
-  int block = 32;      // elements per scale: 32, or 16 (Q6_K)
+  int block = 32;      // elements per scale: 32, or 16 (Q2_K, Q3_K, Q6_K)
   bool has_bias = false;
   int offset = 0;      // implied zero point when !has_bias: bias = -offset * scale
   bool k_scales = false;
@@ -101,7 +101,10 @@ struct PanelLayout {
   constexpr bool super_headers() const { return k_scales || i8_scales; }
   constexpr int unit_blocks() const { return 32 / block; }  // a unit holds 32 elements
   constexpr size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
-  constexpr size_t scale_bytes() const { return k_scales || i8_scales ? 32 : 32 + (has_bias ? 32 : 0); }
+  constexpr size_t scale_bytes() const {
+    if (k_scales) return static_cast<size_t>(32 * unit_blocks());
+    return i8_scales ? 32 : 32 + (has_bias ? 32 : 0);
+  }
   constexpr size_t stored_code_bytes() const {
     return compact() ? static_cast<size_t>(kPanelRows * block * stored_bits / 8) : code_bytes();
   }

@@ -32,7 +32,8 @@ constexpr SchemeEntry kSchemes[] = {
     {"q8_0", GgmlType::kQ8_0, 7},  {"q4_0", GgmlType::kQ4_0, 2},  {"q4_1", GgmlType::kQ4_1, 3},
     {"q5_0", GgmlType::kQ5_0, 8},  {"q5_1", GgmlType::kQ5_1, 9},  {"q4_k", GgmlType::kQ4_K, 14},
     {"q5_k", GgmlType::kQ5_K, 16}, {"q6_k", GgmlType::kQ6_K, 18}, {"q4_k_m", GgmlType::kQ4_K, 15},
-    {"q3_k", GgmlType::kQ3_K, 11},     {"iq4_nl", GgmlType::kIQ4_NL, 25}, {"iq4_xs", GgmlType::kIQ4_XS, 30},
+    {"q2_k", GgmlType::kQ2_K, 21}, {"q3_k", GgmlType::kQ3_K, 11}, {"iq4_nl", GgmlType::kIQ4_NL, 25},
+    {"iq4_xs", GgmlType::kIQ4_XS, 30},
 };
 
 // llama.cpp's layers that get more bits in the _M mixes: the first and last eighth, and
@@ -235,7 +236,7 @@ GgmlType WeightScheme::type_for(const std::string& kind, int64_t layer, int64_t 
     if (t == GgmlType::kQ4_K) t = GgmlType::kQ5_0;
     else if (t == GgmlType::kQ5_K) t = GgmlType::kQ5_1;
     else if (t == GgmlType::kQ6_K) t = GgmlType::kQ8_0;
-    else if (t == GgmlType::kIQ4_XS || t == GgmlType::kQ3_K) t = GgmlType::kIQ4_NL;
+    else if (t == GgmlType::kIQ4_XS || t == GgmlType::kQ3_K || t == GgmlType::kQ2_K) t = GgmlType::kIQ4_NL;
   }
   return fits(t) ? t : GgmlType::kF16;
 }

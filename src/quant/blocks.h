@@ -53,6 +53,14 @@ struct BlockQ5_K {
   uint8_t qh[kQkK / 8];
   uint8_t qs[kQkK / 2];
 };
+// 16 sub-blocks of 16, each with a 4-bit scale code sc and min code m (low and high
+// nibble of scales[i]): value = d * sc * q - dmin * m, q 2 bits, element p's at bits 2
+// (p % 128 / 32) of qs[32 (p / 128) + p % 32] (Q3_K's low bits).
+struct BlockQ2_K {
+  uint8_t scales[kQkK / 16];
+  uint8_t qs[kQkK / 4];
+  uint16_t d, dmin;
+};
 // 16 sub-blocks of 16 with 6-bit scale codes sc (see q3_k_scale): value = d * (sc - 32)
 // * (q - 4), q 3 bits: element p's low 2 bits at bits 2 (p % 128 / 32) of qs[32 (p / 128)
 // + p % 32], its high bit at bit p / 32 of hmask[p % 32].
@@ -96,6 +104,7 @@ static_assert(sizeof(BlockQ4_1) == 20);
 static_assert(sizeof(BlockQ5_0) == 22);
 static_assert(sizeof(BlockQ5_1) == 24);
 static_assert(sizeof(BlockQ8_0) == 34);
+static_assert(sizeof(BlockQ2_K) == 84);
 static_assert(sizeof(BlockQ3_K) == 110);
 static_assert(sizeof(BlockQ4_K) == 144);
 static_assert(sizeof(BlockQ5_K) == 176);
@@ -117,10 +126,11 @@ inline void unpack_k_scale(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
 inline int q3_k_scale(const BlockQ3_K& b, int i) {
   return ((b.scales[i % 8] >> (4 * (i / 8))) & 0xF) + (((b.scales[8 + i % 4] >> (2 * (i / 4))) & 3) << 4) - 32;
 }
+// Element p's (0..255) 2-bit code in the qs of Q2_K and Q3_K super-blocks.
+inline int k_low_2_bits(const uint8_t* qs, int p) { return (qs[32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3; }
 // Element p's (0..255) 3-bit code q of a Q3_K super-block.
 inline int q3_k_code(const BlockQ3_K& b, int p) {
-  const int low = (b.qs[32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3;
-  return low | (((b.hmask[p % 32] >> (p / 32)) & 1) << 2);
+  return k_low_2_bits(b.qs, p) | (((b.hmask[p % 32] >> (p / 32)) & 1) << 2);
 }
 
 // Sub-block j's (0..7) signed scale ls - 32 of an IQ4_XS super-block.

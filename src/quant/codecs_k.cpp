@@ -1,4 +1,4 @@
-// The 256-element K-quant super-block formats: Q3_K, Q4_K, Q5_K, Q6_K.
+// The 256-element K-quant super-block formats: Q2_K, Q3_K, Q4_K, Q5_K, Q6_K.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -56,23 +56,47 @@ ScaleMin fit_asymmetric(const float* x, int n, int nmax) {
   return best;
 }
 
-// Shared by Q4_K and Q5_K: fits the 8 sub-blocks, stores d, dmin and the packed 6-bit
-// scales/mins, and returns the codes (0..nmax) in L.
-void quantize_k_asymmetric(const float* x, int nmax, uint16_t* d_out, uint16_t* dmin_out,
-                           uint8_t* packed, uint8_t* L) {
-  ScaleMin fits[8];
+// A super-block fitted as sub-blocks with codes 0..nmax, value = d * sc * q - dmin * m,
+// where each sub-block's scale code sc and min code m are 0..code_max.
+struct KSuperFit {
+  uint16_t d, dmin;
+  uint8_t sc[16], m[16];
+};
+
+// Shared by Q2_K (16 sub-blocks of 16, 4-bit scale codes), Q4_K and Q5_K (8 of 32, 6-bit
+// ones): fits each sub-block, then d and dmin to the largest scale and min; writes the
+// codes in L.
+KSuperFit quantize_k_asymmetric(const float* x, int sub_blocks, int nmax, int code_max, uint8_t* L) {
+  const int n = kQkK / sub_blocks;
+  ScaleMin fits[16];
   float max_scale = 0.0f, max_min = 0.0f;
-  for (int j = 0; j < 8; ++j) {
-    fits[j] = fit_asymmetric(x + 32 * j, 32, nmax);
+  for (int j = 0; j < sub_blocks; ++j) {
+    fits[j] = fit_asymmetric(x + n * j, n, nmax);
     max_scale = std::max(max_scale, fits[j].scale);
     max_min = std::max(max_min, fits[j].min);
   }
-  float inv_scale = max_scale > 0 ? 63.0f / max_scale : 0.0f;
-  float inv_min = max_min > 0 ? 63.0f / max_min : 0.0f;
+  const auto codes = static_cast<float>(code_max);
+  const float inv_scale = max_scale > 0 ? codes / max_scale : 0.0f;
+  const float inv_min = max_min > 0 ? codes / max_min : 0.0f;
+  KSuperFit fit{f32_to_f16(max_scale / codes), f32_to_f16(max_min / codes), {}, {}};
+  const float d = f16_to_f32(fit.d), dmin = f16_to_f32(fit.dmin);
+  for (int j = 0; j < sub_blocks; ++j) {
+    fit.sc[j] = static_cast<uint8_t>(std::min(code_max, nearest(inv_scale * fits[j].scale)));
+    fit.m[j] = static_cast<uint8_t>(std::min(code_max, nearest(inv_min * fits[j].min)));
+    const float s = d * fit.sc[j], off = dmin * fit.m[j];
+    for (int i = 0; i < n; ++i) {
+      const int q = s != 0.0f ? nearest((x[n * j + i] + off) / s) : 0;
+      L[n * j + i] = static_cast<uint8_t>(std::clamp(q, 0, nmax));
+    }
+  }
+  return fit;
+}
+
+// Q4_K's and Q5_K's 12 bytes of 6-bit scale and min codes (unpack_k_scale reads them).
+void pack_k_scales(const KSuperFit& fit, uint8_t* packed) {
   std::memset(packed, 0, kKScaleBytes);
   for (int j = 0; j < 8; ++j) {
-    auto ls = static_cast<uint8_t>(std::min(63, nearest(inv_scale * fits[j].scale)));
-    auto lm = static_cast<uint8_t>(std::min(63, nearest(inv_min * fits[j].min)));
+    const uint8_t ls = fit.sc[j], lm = fit.m[j];
     if (j < 4) {
       packed[j] |= ls;
       packed[j + 4] |= lm;
@@ -82,18 +106,14 @@ void quantize_k_asymmetric(const float* x, int nmax, uint16_t* d_out, uint16_t* 
       packed[j] |= static_cast<uint8_t>((lm >> 4) << 6);
     }
   }
-  *d_out = f32_to_f16(max_scale / 63.0f);
-  *dmin_out = f32_to_f16(max_min / 63.0f);
-  float d = f16_to_f32(*d_out), dmin = f16_to_f32(*dmin_out);
-  for (int j = 0; j < 8; ++j) {
-    uint8_t sc, m;
-    unpack_k_scale(packed, j, &sc, &m);
-    float s = d * sc, off = dmin * m;
-    for (int i = 0; i < 32; ++i) {
-      int q = s != 0.0f ? nearest((x[32 * j + i] + off) / s) : 0;
-      L[32 * j + i] = static_cast<uint8_t>(std::clamp(q, 0, nmax));
-    }
-  }
+}
+
+// Q4_K and Q5_K: the fit of 8 sub-blocks of 32, its d, dmin and scales stored.
+template <typename Block>
+void quantize_k_nibbles_head(const float* x, int nmax, Block& b, uint8_t* L) {
+  const KSuperFit fit = quantize_k_asymmetric(x, 8, nmax, 63, L);
+  b.d = fit.d, b.dmin = fit.dmin;
+  pack_k_scales(fit, b.scales);
 }
 
 // Packs 256 codes 0..15 (low nibbles of L) as the K formats store them.
@@ -139,6 +159,18 @@ void dequantize_row_q5_k(const void* src, float* dst, int64_t n) {
   dequantize_row_k_nibbles<BlockQ5_K, true>(src, dst, n);
 }
 
+void dequantize_row_q2_k(const void* src, float* dst, int64_t n) {
+  const auto* b = static_cast<const BlockQ2_K*>(src);
+  for (int64_t i = 0; i < n / kQkK; ++i, dst += kQkK) {
+    const float d = f16_to_f32(b[i].d), dmin = f16_to_f32(b[i].dmin);
+    for (int p = 0; p < kQkK; ++p) {
+      const uint8_t sm = b[i].scales[p / 16];
+      dst[p] = d * static_cast<float>(sm & 0xF) * static_cast<float>(k_low_2_bits(b[i].qs, p)) -
+               dmin * static_cast<float>(sm >> 4);
+    }
+  }
+}
+
 // Each half of 128 elements uses 64 bytes of ql and 32 of qh: element l (l < 32) of the
 // four 32-element quarters takes ql[l] low, ql[l+32] low, ql[l] high, ql[l+32] high
 // nibbles and bit pairs 0-1, 2-3, 4-5, 6-7 of qh[l]. Element p uses scales[p / 16].
@@ -176,11 +208,23 @@ void dequantize_row_q6_k(const void* src, float* dst, int64_t n) {
   }
 }
 
+void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
+  auto* b = static_cast<BlockQ2_K*>(dst);
+  uint8_t L[kQkK];
+  for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
+    const KSuperFit fit = quantize_k_asymmetric(src, 16, 3, 15, L);
+    b[i].d = fit.d, b[i].dmin = fit.dmin;
+    for (int j = 0; j < 16; ++j) b[i].scales[j] = static_cast<uint8_t>(fit.sc[j] | fit.m[j] << 4);
+    std::memset(b[i].qs, 0, sizeof(b[i].qs));
+    for (int p = 0; p < kQkK; ++p) b[i].qs[32 * (p / 128) + p % 32] |= static_cast<uint8_t>(L[p] << (2 * (p % 128 / 32)));
+  }
+}
+
 void quantize_row_q4_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ4_K*>(dst);
   uint8_t L[kQkK];
   for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
-    quantize_k_asymmetric(src, 15, &b[i].d, &b[i].dmin, b[i].scales, L);
+    quantize_k_nibbles_head(src, 15, b[i], L);
     pack_k_nibbles(L, b[i].qs);
   }
 }
@@ -189,7 +233,7 @@ void quantize_row_q5_k(const float* src, void* dst, int64_t n) {
   auto* b = static_cast<BlockQ5_K*>(dst);
   uint8_t L[kQkK];
   for (int64_t i = 0; i < n / kQkK; ++i, src += kQkK) {
-    quantize_k_asymmetric(src, 31, &b[i].d, &b[i].dmin, b[i].scales, L);
+    quantize_k_nibbles_head(src, 31, b[i], L);
     pack_k_nibbles(L, b[i].qs);
     std::memset(b[i].qh, 0, sizeof(b[i].qh));
     for (int j = 0; j < 4; ++j)

@@ -31,6 +31,7 @@ void dequantize_row(GgmlType t, const void* src, float* dst, int64_t n) {
     case GgmlType::kQ5_0: dequantize_row_q5_0(src, dst, n); return;
     case GgmlType::kQ5_1: dequantize_row_q5_1(src, dst, n); return;
     case GgmlType::kQ8_0: dequantize_row_q8_0(src, dst, n); return;
+    case GgmlType::kQ2_K: dequantize_row_q2_k(src, dst, n); return;
     case GgmlType::kQ3_K: dequantize_row_q3_k(src, dst, n); return;
     case GgmlType::kQ4_K: dequantize_row_q4_k(src, dst, n); return;
     case GgmlType::kQ5_K: dequantize_row_q5_k(src, dst, n); return;
@@ -59,6 +60,7 @@ void quantize_row(GgmlType t, const float* src, void* dst, int64_t n) {
     case GgmlType::kQ5_0: quantize_row_q5_0(src, dst, n); return;
     case GgmlType::kQ5_1: quantize_row_q5_1(src, dst, n); return;
     case GgmlType::kQ8_0: quantize_row_q8_0(src, dst, n); return;
+    case GgmlType::kQ2_K: quantize_row_q2_k(src, dst, n); return;
     case GgmlType::kQ3_K: quantize_row_q3_k(src, dst, n); return;
     case GgmlType::kQ4_K: quantize_row_q4_k(src, dst, n); return;
     case GgmlType::kQ5_K: quantize_row_q5_k(src, dst, n); return;

@@ -10,8 +10,8 @@ namespace tps {
 // The weight types the engine computes with, and the test for one.
 inline constexpr GgmlType kWeightTypes[] = {GgmlType::kF32,  GgmlType::kF16,    GgmlType::kBF16,  GgmlType::kQ8_0,
                                             GgmlType::kQ4_0, GgmlType::kQ4_1,   GgmlType::kQ5_0,  GgmlType::kQ5_1,
-                                            GgmlType::kQ3_K, GgmlType::kQ4_K,   GgmlType::kQ5_K,  GgmlType::kQ6_K,
-                                            GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
+                                            GgmlType::kQ2_K, GgmlType::kQ3_K,   GgmlType::kQ4_K,  GgmlType::kQ5_K,
+                                            GgmlType::kQ6_K, GgmlType::kIQ4_NL, GgmlType::kIQ4_XS};
 bool is_supported_weight_type(GgmlType t);
 
 // n must be a multiple of the type's block size. `src` points at the first block.

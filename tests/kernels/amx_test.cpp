@@ -21,7 +21,7 @@ namespace {
 
 constexpr GgmlType kQuantizedTypes[] = {GgmlType::kQ8_0,   GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,
                                         GgmlType::kQ5_1,   GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,
-                                        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kQ3_K};
+                                        GgmlType::kIQ4_NL, GgmlType::kIQ4_XS, GgmlType::kQ3_K, GgmlType::kQ2_K};
 
 // (on the hardware rather than the model, weight type)
 class AmxPanels : public testing::TestWithParam<std::tuple<bool, GgmlType>> {};

@@ -25,7 +25,7 @@ using test::random_matrix;
 constexpr GgmlType kTypes[] = {GgmlType::kF32,  GgmlType::kF16,  GgmlType::kBF16,  GgmlType::kQ8_0,
                                GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ5_0,  GgmlType::kQ5_1,
                                GgmlType::kQ4_K, GgmlType::kQ5_K, GgmlType::kQ6_K,  GgmlType::kIQ4_NL,
-                               GgmlType::kIQ4_XS, GgmlType::kQ3_K};
+                               GgmlType::kIQ4_XS, GgmlType::kQ3_K, GgmlType::kQ2_K};
 
 // Paths that quantize activations to 8 bits (or round them to bf16) differ from the
 // float reference by that rounding; float paths only by summation order.
@@ -211,12 +211,13 @@ struct Q8Buffers {
         q(cols * stride),
         d(cols / 32 * stride),
         sum32(cols / 32 * stride),
+        sum16(cols / 16 * stride),
         zero16(cols / 16 * stride),
         zero32(cols / 32 * stride) {}
-  Q8Token token() { return {q.data(), d.data(), sum32.data(), zero16.data(), zero32.data(), stride}; }
+  Q8Token token() { return {q.data(), d.data(), sum32.data(), sum16.data(), zero16.data(), zero32.data(), stride}; }
   int64_t stride;
   std::vector<int8_t> q;
-  std::vector<float> d, sum32;
+  std::vector<float> d, sum32, sum16;
   std::vector<int32_t> zero16, zero32;
 };
 
@@ -245,6 +246,7 @@ TEST(QuantizeActivations, SimdMatchesScalar) {
         EXPECT_EQ(want.q, got.q) << where;
         EXPECT_EQ(want.d, got.d) << where;
         EXPECT_EQ(want.sum32, got.sum32) << where;
+        EXPECT_EQ(want.sum16, got.sum16) << where;
         EXPECT_EQ(want.zero16, got.zero16) << where;
         EXPECT_EQ(want.zero32, got.zero32) << where;
       }
@@ -262,6 +264,7 @@ TEST(QuantizeActivations, SumsAreThoseOfTheCodes) {
     int sum = 0;
     for (int64_t i = 16 * h; i < 16 * h + 16; ++i) sum += a.q[i];
     EXPECT_EQ(a.zero16[h], -8 * sum) << h;
+    EXPECT_FLOAT_EQ(a.sum16[h], a.d[h / 2] * static_cast<float>(sum)) << h;
   }
   for (int64_t b = 0; b < cols / 32; ++b) {
     EXPECT_EQ(a.zero32[b], a.zero16[2 * b] + a.zero16[2 * b + 1]);
@@ -350,10 +353,10 @@ TEST(PackWeights, FloatPanelsHoldSixteenRowsColumnByColumn) {
 }
 
 TEST(Matmul, RejectsUnsupportedTypes) {
-  std::vector<uint8_t> data(84);
+  std::vector<uint8_t> data(292);  // one Q8_K block: an activation format, never a weight
   float x[256] = {}, y[1];
   ThreadPool pool(1);
-  WeightMatrix w{GgmlType::kQ2_K, 1, 256, data.data(), 84};
+  WeightMatrix w{GgmlType::kQ8_K, 1, 256, data.data(), 292};
   EXPECT_THROW(matmul(w, x, 1, y, pool), Error);
   EXPECT_THROW(pack_weights(w), Error);
   WeightMatrix odd{GgmlType::kQ4_0, 1, 40, data.data(), 0};

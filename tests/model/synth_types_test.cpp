@@ -61,11 +61,11 @@ TEST(SynthTypes, EveryTypeRunsOnEveryPathNearItsF32Twin) {
       test::ScopedIsa isa(Isa::kScalar);
       scalar = last_logits(path, pool);
     }
-    // The logits of two layers move by about twice the weights' rounding: Q3_K's weights
-    // by 0.15 of their spread, its logits 0.33; 4-bit types' by 0.07-0.09, their
-    // logits 0.19-0.20; 8-bit ones 0.01.
-    const double rounding = relative_rms(scalar, f32);
-    EXPECT_LT(rounding, type == "q3_k" ? 0.4 : 0.25) << "the type's model is far from its F32 twin";
+    // The logits of two layers move by about twice the weights' rounding: Q2_K's weights
+    // by 0.27 of their spread, its logits 0.62; Q3_K's 0.15, its logits 0.33; 4-bit
+    // types' 0.07-0.09, their logits 0.19-0.20; 8-bit ones 0.01.
+    const double bound = type == "q2_k" ? 0.7 : type == "q3_k" ? 0.4 : 0.25;
+    EXPECT_LT(relative_rms(scalar, f32), bound) << "the type's model is far from its F32 twin";
     for (Isa isa : {Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512}) {
       if (!cpu_supports(isa)) continue;
       test::ScopedIsa scoped(isa);

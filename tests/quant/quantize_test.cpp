@@ -57,12 +57,13 @@ INSTANTIATE_TEST_SUITE_P(
                     RoundTripCase{GgmlType::kQ5_0, 0.06}, RoundTripCase{GgmlType::kQ5_1, 0.06},
                     RoundTripCase{GgmlType::kQ4_K, 0.12}, RoundTripCase{GgmlType::kQ5_K, 0.06},
                     RoundTripCase{GgmlType::kQ6_K, 0.03}, RoundTripCase{GgmlType::kIQ4_NL, 0.1},
-                    RoundTripCase{GgmlType::kIQ4_XS, 0.1}, RoundTripCase{GgmlType::kQ3_K, 0.2}),
+                    RoundTripCase{GgmlType::kIQ4_XS, 0.1}, RoundTripCase{GgmlType::kQ3_K, 0.2},
+                    RoundTripCase{GgmlType::kQ2_K, 0.3}),
     [](const auto& info) { return std::string(type_name(info.param.type)); });
 
 TEST(Quantize, SupportedTypes) {
   EXPECT_TRUE(is_supported_weight_type(GgmlType::kQ4_K));
-  EXPECT_FALSE(is_supported_weight_type(GgmlType::kQ2_K));
+  EXPECT_FALSE(is_supported_weight_type(GgmlType::kQ8_K));
   EXPECT_FALSE(is_supported_weight_type(GgmlType::kI32));
 }
 
@@ -211,6 +212,24 @@ TEST(KnownBlock, Q3_K) {
     const int low = (b[32 + 32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3;
     const int high = (b[p % 32] >> (p / 32)) & 1;
     EXPECT_EQ(y[p], 0.5f * static_cast<float>(sc[p / 16] - 32) * static_cast<float>((low | (high << 2)) - 4))
+        << "element " << p;
+  }
+}
+
+TEST(KnownBlock, Q2_K) {
+  // Per sub-block i of 16, its scale code sc in the low nibble of byte i and its min
+  // code m in the high one (bytes 0-15). Codes: element p's 2 bits at bits 2 (p % 128 /
+  // 32) of qs[32 (p / 128) + p % 32] (bytes 16-79); value = d sc q - dmin m, with the f16
+  // d and dmin last.
+  std::vector<uint8_t> b = pattern(84, 5);
+  b[3] = 0x00, b[7] = 0xF0, b[11] = 0x0F;  // sc and m at their ends
+  put_f16(b.data() + 80, 0.5f);
+  put_f16(b.data() + 82, 0.25f);
+  auto y = dequantized(GgmlType::kQ2_K, b);
+  for (int p = 0; p < 256; ++p) {
+    const int sc = b[p / 16] & 0xF, m = b[p / 16] >> 4;
+    const int q = (b[16 + 32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3;
+    EXPECT_EQ(y[p], 0.5f * static_cast<float>(sc) * static_cast<float>(q) - 0.25f * static_cast<float>(m))
         << "element " << p;
   }
 }
