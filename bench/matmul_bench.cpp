@@ -207,12 +207,13 @@ void BM_PanelPair(benchmark::State& state, GgmlType type) {
 // again on one thread, from L1: the float tile's compute rate with no memory stream or
 // second thread in the way, to set against the f32 FMA peak per thread of `tps probe`.
 void BM_FloatPanelTile(benchmark::State& state, GgmlType type) {
-  constexpr int64_t kCols = 256, kTokens = InterleavedTokens::kFloatGroup;
+  constexpr int64_t kCols = 256;
   const IsaKernels* k = kernels_for(active_isa());
   if (k == nullptr) {
     state.SkipWithError("the scalar path has no panel kernels");
     return;
   }
+  const int64_t kTokens = k->float_group;
   Matrix m;
   init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
   std::vector<float> xt(kTokens * kCols, 0.5f), y(kTokens * 2 * kPanelRows);

@@ -379,16 +379,16 @@ uint32_t bf16_pair(const float* row, int64_t cols, int64_t p) {
 // weights are packed stretch by stretch.
 void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& panels, const float* x,
                          int64_t n_tokens, ThreadPool& pool) {
-  constexpr int64_t kGroup = InterleavedTokens::kFloatGroup;
+  const int64_t group = k.float_group;
   const WeightMatrix& w0 = panels.first();
-  const int64_t cols = w0.cols, groups = (n_tokens + kGroup - 1) / kGroup, col_pairs = (cols + 1) / 2;
+  const int64_t cols = w0.cols, groups = (n_tokens + group - 1) / group, col_pairs = (cols + 1) / 2;
   const bool bf16 = math == FloatMath::kBf16 && k.float_panels_bf16 != nullptr;
   const float* xt = x;  // one token is its own interleaving
   const uint32_t* pairs = nullptr;
   // fn(t0, n) for each group's first token and size, the groups shared among the threads.
   auto for_each_group = [&](auto&& fn) {
     pool.parallel_for(groups, 1, [&](int64_t g0, int64_t g1, int) {
-      for (int64_t g = g0; g < g1; ++g) fn(g * kGroup, std::min(kGroup, n_tokens - g * kGroup));
+      for (int64_t g = g0; g < g1; ++g) fn(g * group, std::min(group, n_tokens - g * group));
     });
   };
   if (bf16) {
@@ -410,7 +410,7 @@ void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& 
   }
   const bool packed = w0.packed != nullptr;
   const size_t panel_bytes = float_panel_bytes(w0.type, cols);
-  const int64_t stretch = n_tokens > kGroup || !packed ? stretch_panels(panel_bytes) : panels.total();
+  const int64_t stretch = n_tokens > group || !packed ? stretch_panels(panel_bytes) : panels.total();
   for_panel_ranges(pool, w0, panels.total(), panel_bytes, n_tokens, [&](int64_t u0, int64_t u1, int) {
     thread_local std::vector<uint8_t> panel_buffer;
     for (int64_t s0 = u0; s0 < u1; s0 += stretch) {
@@ -425,8 +425,8 @@ void matmul_float_panels(const IsaKernels& k, FloatMath math, const PartPanels& 
         }
         auto panel = [&](int64_t g) { return first + static_cast<size_t>(g - g0) * panel_bytes; };
         const int64_t half = (g1 - g0) / 2;
-        for (int64_t t0 = 0; t0 < n_tokens; t0 += kGroup) {
-          const int64_t n = std::min(kGroup, n_tokens - t0);
+        for (int64_t t0 = 0; t0 < n_tokens; t0 += group) {
+          const int64_t n = std::min(group, n_tokens - t0);
           // Panels g (and g2, or none) for this group of tokens, on rows from g * 16 (and g2 * 16).
           auto run = [&](int64_t g, int64_t g2) {
             const uint8_t* second = g2 >= 0 ? panel(g2) : nullptr;

@@ -146,7 +146,7 @@ void bf16_panels(GgmlType type, const uint8_t* panel0, const uint8_t* panel1, in
   });
 }
 
-constexpr IsaKernels kKernels{quantize_activations, panels_for, float_panels<FloatVec512>,
+constexpr IsaKernels kKernels{quantize_activations, panels_for, float_panels<FloatVec512>, FloatVec512::kTileTokens,
                               widen_panel<ZmmBytes>, bf16_panels};
 
 }  // namespace
