@@ -213,17 +213,17 @@ void BM_FloatPanelTile(benchmark::State& state, GgmlType type) {
     state.SkipWithError("the scalar path has no panel kernels");
     return;
   }
-  const int64_t kTokens = k->float_group;
+  const int64_t tokens = k->float_group;
   Matrix m;
   init_matrix(m, type, 2 * kPanelRows, kCols, random_weights(type, 2 * kPanelRows, kCols));
-  std::vector<float> xt(kTokens * kCols, 0.5f), y(kTokens * 2 * kPanelRows);
-  const InterleavedTokens a{xt.data(), kTokens, kTokens, 0};
+  std::vector<float> xt(tokens * kCols, 0.5f), y(tokens * 2 * kPanelRows);
+  const InterleavedTokens a{xt.data(), tokens, tokens, 0};
   for (auto _ : state) {
     k->float_panels(type, m.packed.panel(0), m.packed.panel(1), kCols, a, y.data(), 2 * kPanelRows, 0, kPanelRows);
     benchmark::ClobberMemory();
   }
   state.counters["op/s"] =
-      benchmark::Counter(2.0 * 2 * kPanelRows * kCols * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+      benchmark::Counter(2.0 * 2 * kPanelRows * kCols * tokens, benchmark::Counter::kIsIterationInvariantRate);
   state.SetLabel(isa_name(active_isa()));
 }
 

@@ -535,13 +535,7 @@ void quantize_activations_scalar(const float* x, int64_t cols, int zero_point, c
       out.q[b * 32 * stride + j] = static_cast<int8_t>(v);
       sums[j / 16] += v;
     }
-    out.d[b * stride] = db;
-    out.sum32[b * stride] = db * static_cast<float>(sums[0] + sums[1]);
-    out.sum16[2 * b * stride] = db * static_cast<float>(sums[0]);
-    out.sum16[(2 * b + 1) * stride] = db * static_cast<float>(sums[1]);
-    out.zero16[2 * b * stride] = -zero_point * sums[0];
-    out.zero16[(2 * b + 1) * stride] = -zero_point * sums[1];
-    out.zero32[b * stride] = -zero_point * (sums[0] + sums[1]);
+    out.set_block(b, db, sums[0], sums[1], zero_point);
   }
 }
 

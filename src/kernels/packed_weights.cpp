@@ -228,8 +228,9 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
         if (L.i8_scales) {
           std::memcpy(header + 2 * r, i8_super_d(w.type, sb), 2);
         } else {
-          std::memcpy(header + 2 * r, k_super_d(w.type, sb), 2);           // d
-          std::memcpy(header + 32 + 2 * r, k_super_d(w.type, sb) + 2, 2);  // dmin
+          const uint8_t* d = k_super_d(w.type, sb);
+          std::memcpy(header + 2 * r, d, 2);           // d
+          std::memcpy(header + 32 + 2 * r, d + 2, 2);  // dmin
         }
       }
       decode_block(w.type, row, b, &dec);

@@ -126,8 +126,14 @@ inline void unpack_k_scale(const uint8_t* q, int j, uint8_t* sc, uint8_t* m) {
 inline int q3_k_scale(const BlockQ3_K& b, int i) {
   return ((b.scales[i % 8] >> (4 * (i / 8))) & 0xF) + (((b.scales[8 + i % 4] >> (2 * (i / 4))) & 3) << 4) - 32;
 }
-// Element p's (0..255) 2-bit code in the qs of Q2_K and Q3_K super-blocks.
-inline int k_low_2_bits(const uint8_t* qs, int p) { return (qs[32 * (p / 128) + p % 32] >> (2 * (p % 128 / 32))) & 3; }
+// Element p's (0..255) 2-bit code in the qs of Q2_K and Q3_K super-blocks: where it
+// sits, and (for qs zeroed first) storing the low 2 bits of q there.
+inline int k_low_2_bits_index(int p) { return 32 * (p / 128) + p % 32; }
+inline int k_low_2_bits_shift(int p) { return 2 * (p % 128 / 32); }
+inline int k_low_2_bits(const uint8_t* qs, int p) { return (qs[k_low_2_bits_index(p)] >> k_low_2_bits_shift(p)) & 3; }
+inline void put_k_low_2_bits(uint8_t* qs, int p, int q) {
+  qs[k_low_2_bits_index(p)] |= static_cast<uint8_t>((q & 3) << k_low_2_bits_shift(p));
+}
 // Element p's (0..255) 3-bit code q of a Q3_K super-block.
 inline int q3_k_code(const BlockQ3_K& b, int p) {
   return k_low_2_bits(b.qs, p) | (((b.hmask[p % 32] >> (p / 32)) & 1) << 2);

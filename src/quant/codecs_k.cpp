@@ -216,7 +216,7 @@ void quantize_row_q2_k(const float* src, void* dst, int64_t n) {
     b[i].d = fit.d, b[i].dmin = fit.dmin;
     for (int j = 0; j < 16; ++j) b[i].scales[j] = static_cast<uint8_t>(fit.sc[j] | fit.m[j] << 4);
     std::memset(b[i].qs, 0, sizeof(b[i].qs));
-    for (int p = 0; p < kQkK; ++p) b[i].qs[32 * (p / 128) + p % 32] |= static_cast<uint8_t>(L[p] << (2 * (p % 128 / 32)));
+    for (int p = 0; p < kQkK; ++p) put_k_low_2_bits(b[i].qs, p, L[p]);
   }
 }
 
@@ -286,7 +286,7 @@ void quantize_row_q3_k(const float* src, void* dst, int64_t n) {
     std::memset(b[i].qs, 0, sizeof(b[i].qs));
     std::memset(b[i].hmask, 0, sizeof(b[i].hmask));
     for (int p = 0; p < kQkK; ++p) {
-      b[i].qs[32 * (p / 128) + p % 32] |= static_cast<uint8_t>((L[p] & 3) << (2 * (p % 128 / 32)));
+      put_k_low_2_bits(b[i].qs, p, L[p]);
       b[i].hmask[p % 32] |= static_cast<uint8_t>((L[p] >> 2) << (p / 32));
     }
   }
