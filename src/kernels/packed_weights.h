@@ -7,11 +7,11 @@
 //
 // Every quantized type maps to the same shape, value = scale * code + bias per
 // (row, block), with unsigned codes:
-//   4-bit codes (Q4_0, Q4_1, Q4_K, Q2_K, Q3_K, IQ4): same bytes as the GGUF formats for
+//   4-bit codes (Q4_0, Q4_1, Q4_K, Q3_K, IQ4): same bytes as the GGUF formats for
 //     Q4_0/Q4_1/IQ4_NL, so the panel streams exactly the file's bytes; Q4_K adds 2 bytes
-//     per 32 weights; Q3_K's 3-bit and Q2_K's 2-bit codes take a nibble each (4.5 and 5
-//     bits a weight in their panels, 3.44 and 2.63 in the file)
-//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K; all but Q8_0 compact in
+//     per 32 weights; Q3_K's 3-bit codes take a nibble each (4.5 bits a weight in its
+//     panels, 3.44 in the file)
+//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K, Q2_K; all but Q8_0 compact in
 //     memory, see below)
 //   blocks of 32 (16 for Q2_K, Q3_K and Q6_K), f16 scale per (row, block), f16 bias per (row, block)
 //   or bias = -offset * scale when the format has a fixed zero point;
@@ -34,15 +34,17 @@
 // the codes (PanelLayout::scales_first).
 //
 // Compact panels: 8-bit codes of 5 or 6 bits (Q5_0, Q5_1, Q5_K, Q6_K) would stream 1.4-1.7
-// times the file's bytes, so packed weights keep them as each code's low nibble and high
-// bits. The kernels of a few tokens (decode) unpack them as they go; for more, the
-// matmul driver widens a stretch of panels at a time (IsaKernels::widen_panel) and
-// the kernels read the wide ones. A compact block's codes: its G code vectors as G/2
-// vectors of nibbles (byte j of vector k: code vector k's byte j in the low nibble,
-// vector k + G/2's in the high one), then 64 bytes of high bits (byte j: code vector
-// g's byte j's bits 4.. at bits (s - 4) g.., s = stored_bits: (s - 4) G = 8); its
-// scales as in the wide unit, and the same alternation of the two (scales_first) by
-// its own size; super-block headers as in the wide panel.
+// times the file's bytes, and Q2_K's 2-bit ones 2.6 times, so packed weights keep them
+// as each code's low nibble and high bits, or four 2-bit codes to a byte. The kernels
+// of a few tokens (decode) unpack them as they go; for more, the matmul driver widens
+// a stretch of panels at a time (IsaKernels::widen_panel) and the kernels read the
+// wide ones. A compact block's codes, with s = stored_bits and G code vectors:
+//   s = 5, 6: G/2 vectors of nibbles (byte j of vector k: code vector k's byte j in the
+//     low nibble, vector k + G/2's in the high one), then 64 bytes of high bits (byte
+//     j: code vector g's byte j's bits 4.. at bits (s - 4) g..: (s - 4) G = 8);
+//   s = 2: one vector (G = 4) whose byte j holds code vector g's byte j at bits 2g..;
+// its scales as in the wide unit, and the same alternation of the two (scales_first)
+// by its own size; super-block headers as in the wide panel.
 //
 // Float weights (F32, F16, BF16) pack into 16-row panels too, with the 16 rows' element
 // k side by side (panel element 16 k + r is W[16 g + r, k]): one vector load gives 16
@@ -68,7 +70,7 @@ inline constexpr auto kIq4PanelCodes = [] {
   return codes;
 }();
 
-// Where a compact block keeps code vector g's bits 4.. (stored_bits - 4 of them per code):
+// Where a compact block of 5- or 6-bit codes keeps code vector g's bits 4.. (stored_bits - 4 of them per code):
 // at bits (stored_bits - 4) g.. of each byte of the block's high-bit vector. Every
 // unpacker (each ISA's tiles, and the widening) moves them to bit 4 and masks them
 // with these, so the format is defined here once.
@@ -90,7 +92,7 @@ struct PanelLayout {
   bool has_bias = false;
   int offset = 0;      // implied zero point when !has_bias: bias = -offset * scale
   bool k_scales = false;
-  // 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
+  // 2, 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
   // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
   int stored_bits = 0;
   bool i8_scales = false;

@@ -278,7 +278,7 @@ IsaKernels int8_tiles_wrong_where() {
 // Compact Q5_K panels (packed weights), one panel alone, in a matmul whose last token
 // group has 7 tokens.
 bool compact_q5_k_alone_after_7(const PanelLayout& layout, const Q8Activations& a, bool alone) {
-  const bool compact_q5_k = layout.k_scales && layout.code_bits == 8 && layout.compact();
+  const bool compact_q5_k = layout.k_scales && layout.stored_bits == 5;
   return compact_q5_k && alone && a.n_tokens % Q8Activations::kGroup == 7;
 }
 
