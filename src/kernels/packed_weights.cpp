@@ -21,8 +21,10 @@ constexpr PanelLayout kQ8_0{.code_bits = 8, .block = 32, .offset = 128};
 constexpr PanelLayout kQ4_K{.code_bits = 4, .block = 32, .has_bias = true, .k_scales = true};
 constexpr PanelLayout kQ5_K{.code_bits = 8, .block = 32, .has_bias = true, .k_scales = true, .stored_bits = 5};
 constexpr PanelLayout kQ6_K{.code_bits = 8, .block = 16, .offset = 32, .stored_bits = 6, .i8_scales = true};
-constexpr PanelLayout kQ2_K{.code_bits = 8, .block = 16, .has_bias = true, .k_scales = true, .stored_bits = 2};
-constexpr PanelLayout kQ3_K{.code_bits = 4, .block = 16, .offset = 4, .i8_scales = true};
+constexpr PanelLayout kQ2_K{
+    .code_bits = 8, .block = 16, .has_bias = true, .k_scales = true, .stored_bits = 2, .small_codes = true};
+constexpr PanelLayout kQ3_K{
+    .code_bits = 8, .block = 16, .offset = 4, .stored_bits = 3, .i8_scales = true, .small_codes = true};
 constexpr PanelLayout kIQ4_NL{.code_bits = 4, .block = 32, .offset = 128, .iq4_values = true};
 constexpr PanelLayout kIQ4_XS{.code_bits = 4, .block = 32, .offset = 128, .i8_scales = true, .iq4_values = true};
 
@@ -284,12 +286,16 @@ void pack_panel(const WeightMatrix& w, int64_t g, uint8_t* dst) {
 
 namespace {
 
-// Block codes (wide, 8-bit) into their compact form (packed_weights.h).
-void compact_block_codes(const PanelLayout& L, const uint8_t* codes, uint8_t* dst) {
+// Block codes (wide, 8-bit) into their compact form (packed_weights.h); third: the
+// unit's vector of third bits and i the block's place in its unit (3-bit codes).
+void compact_block_codes(const PanelLayout& L, const uint8_t* codes, uint8_t* dst, uint8_t* third, int i) {
   const int groups = L.block / 4;
-  if (L.stored_bits == 2) {
+  if (L.stored_bits <= 3) {
     for (int j = 0; j < 64; ++j)
-      for (int g = 0; g < groups; ++g) dst[j] |= static_cast<uint8_t>((codes[64 * g + j] & 3) << (2 * g));
+      for (int g = 0; g < groups; ++g) {
+        dst[j] |= static_cast<uint8_t>((codes[64 * g + j] & 3) << (2 * g));
+        if (L.stored_bits == 3) third[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 2 & 1) << (4 * i + g));
+      }
     return;
   }
   const int half = groups / 2, high_bits = L.stored_bits - 4;
@@ -311,7 +317,9 @@ void compact_panel(const PanelLayout& L, const uint8_t* wide, int64_t cols, uint
       std::memcpy(dst + L.stored_super_header(s), wide + L.super_header(s), PanelLayout::kSuperHeader);
   for (int64_t u = 0; u < units; ++u)
     std::memcpy(dst + L.stored_unit_scales(u), wide + L.unit_scales(u), L.scale_bytes());
-  for (int64_t b = 0; b < blocks; ++b) compact_block_codes(L, wide + L.block_codes(b), dst + L.stored_block_codes(b));
+  for (int64_t b = 0; b < blocks; ++b)
+    compact_block_codes(L, wide + L.block_codes(b), dst + L.stored_block_codes(b), dst + L.stored_third_bits(b),
+                        static_cast<int>(b % L.unit_blocks()));
 }
 
 namespace {

@@ -7,12 +7,11 @@
 //
 // Every quantized type maps to the same shape, value = scale * code + bias per
 // (row, block), with unsigned codes:
-//   4-bit codes (Q4_0, Q4_1, Q4_K, Q3_K, IQ4): same bytes as the GGUF formats for
+//   4-bit codes (Q4_0, Q4_1, Q4_K, IQ4): same bytes as the GGUF formats for
 //     Q4_0/Q4_1/IQ4_NL, so the panel streams exactly the file's bytes; Q4_K adds 2 bytes
-//     per 32 weights; Q3_K's 3-bit codes take a nibble each (4.5 bits a weight in its
-//     panels, 3.44 in the file)
-//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K, Q2_K; all but Q8_0 compact in
-//     memory, see below)
+//     per 32 weights
+//   8-bit codes (Q8_0 as q + 128, Q5_0, Q5_1, Q5_K, Q6_K, Q2_K, Q3_K; all but Q8_0
+//     compact in memory, see below)
 //   blocks of 32 (16 for Q2_K, Q3_K and Q6_K), f16 scale per (row, block), f16 bias per (row, block)
 //   or bias = -offset * scale when the format has a fixed zero point;
 //   the K-quants keep their two-level scales instead, so their panels are near
@@ -34,8 +33,9 @@
 // the codes (PanelLayout::scales_first).
 //
 // Compact panels: 8-bit codes of 5 or 6 bits (Q5_0, Q5_1, Q5_K, Q6_K) would stream 1.4-1.7
-// times the file's bytes, and Q2_K's 2-bit ones 2.6 times, so packed weights keep them
-// as each code's low nibble and high bits, or four 2-bit codes to a byte. The kernels
+// times the file's bytes, Q3_K's 3-bit ones 2.1 and Q2_K's 2-bit ones 2.6 times, so
+// packed weights keep them as each code's low nibble and high bits, or its low 2 bits
+// four to a byte and (Q3_K) its third bit eight to a byte. The kernels
 // of a few tokens (decode) unpack them as they go; for more, the matmul driver widens
 // a stretch of panels at a time (IsaKernels::widen_panel) and the kernels read the
 // wide ones. A compact block's codes, with s = stored_bits and G code vectors:
@@ -43,6 +43,9 @@
 //     low nibble, vector k + G/2's in the high one), then 64 bytes of high bits (byte
 //     j: code vector g's byte j's bits 4.. at bits (s - 4) g..: (s - 4) G = 8);
 //   s = 2: one vector (G = 4) whose byte j holds code vector g's byte j at bits 2g..;
+//   s = 3: the same vector of each code's low 2 bits, and after the unit's blocks'
+//     (two blocks of 16) one vector of their third bits: byte j holds block i's code
+//     vector g's byte j's bit 2 at bit 4i + g;
 // its scales as in the wide unit, and the same alternation of the two (scales_first)
 // by its own size; super-block headers as in the wide panel.
 //
@@ -92,13 +95,16 @@ struct PanelLayout {
   bool has_bias = false;
   int offset = 0;      // implied zero point when !has_bias: bias = -offset * scale
   bool k_scales = false;
-  // 2, 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
+  // 2, 3, 5 or 6: 8-bit codes that need only so many bits are kept compact in memory and
   // widened where the kernels meet them (see "Compact panels" above); 0: kept as they are.
   int stored_bits = 0;
   bool i8_scales = false;
   // 4-bit codes that index kIq4Values (IQ4_NL, IQ4_XS): the kernels look each up as
   // kIq4PanelCodes, an 8-bit code with offset 128, right after unpacking the nibble.
   bool iq4_values = false;
+  // 8-bit codes below 8 (Q2_K, Q3_K): the AVX2 kernels add more of their products in
+  // 16 bits before they widen them.
+  bool small_codes = false;
   constexpr bool compact() const { return stored_bits != 0; }
   constexpr bool super_headers() const { return k_scales || i8_scales; }
   constexpr int unit_blocks() const { return 32 / block; }  // a unit holds 32 elements
@@ -107,12 +113,18 @@ struct PanelLayout {
     if (k_scales) return static_cast<size_t>(32 * unit_blocks());
     return i8_scales ? 32 : 32 + (has_bias ? 32 : 0);
   }
+  // A compact block's own code bytes (3-bit codes: their low 2 bits).
   constexpr size_t stored_code_bytes() const {
-    return compact() ? static_cast<size_t>(kPanelRows * block * stored_bits / 8) : code_bytes();
+    if (!compact()) return code_bytes();
+    return static_cast<size_t>(kPanelRows * block * (stored_bits == 3 ? 2 : stored_bits) / 8);
+  }
+  // A unit's code bytes as stored: its blocks' and (3-bit codes) their third bits after them.
+  constexpr size_t stored_unit_code_bytes() const {
+    return unit_blocks() * stored_code_bytes() + (stored_bits == 3 ? 64 : 0);
   }
   // A unit: unit_blocks() blocks' codes and their scales.
   constexpr size_t unit_bytes() const { return unit_blocks() * code_bytes() + scale_bytes(); }
-  constexpr size_t stored_unit_bytes() const { return unit_blocks() * stored_code_bytes() + scale_bytes(); }
+  constexpr size_t stored_unit_bytes() const { return stored_unit_code_bytes() + scale_bytes(); }
   // Units of 32 bytes past a multiple of 64 (codes and 32 bytes of scales) alternate:
   // an odd unit puts its scales first, so every block's code vectors start on a cache
   // line (loads that straddle two lines made the one-token Q4_0 kernel 20 % slower).
@@ -130,9 +142,7 @@ struct PanelLayout {
   constexpr size_t code_offset(int64_t u) const { return code_offset(unit_bytes(), u); }
   constexpr size_t scale_offset(int64_t u) const { return scale_offset(unit_bytes(), unit_blocks() * code_bytes(), u); }
   constexpr size_t stored_code_offset(int64_t u) const { return code_offset(stored_unit_bytes(), u); }
-  constexpr size_t stored_scale_offset(int64_t u) const {
-    return scale_offset(stored_unit_bytes(), unit_blocks() * stored_code_bytes(), u);
-  }
+  constexpr size_t stored_scale_offset(int64_t u) const { return scale_offset(stored_unit_bytes(), stored_unit_code_bytes(), u); }
   // One panel of 16 rows of `cols` elements as the kernels read it, and as kept in
   // memory: whole numbers of cache lines.
   constexpr size_t wide_panel_bytes(int64_t cols) const { return panel_bytes(cols, unit_bytes()); }
@@ -141,6 +151,10 @@ struct PanelLayout {
   // panel, wide and as stored (the kernels walk a panel instead).
   constexpr size_t block_codes(int64_t b) const { return codes_at(b, unit_bytes(), code_bytes()); }
   constexpr size_t stored_block_codes(int64_t b) const { return codes_at(b, stored_unit_bytes(), stored_code_bytes()); }
+  // Where the third bits of block b's unit start (3-bit codes): after its blocks' codes.
+  constexpr size_t stored_third_bits(int64_t b) const {
+    return stored_block_codes(b) + static_cast<size_t>(unit_blocks() - b % unit_blocks()) * stored_code_bytes();
+  }
   constexpr size_t unit_scales(int64_t u) const { return unit_start(u, unit_bytes()) + scale_offset(u); }
   constexpr size_t stored_unit_scales(int64_t u) const {
     return unit_start(u, stored_unit_bytes()) + stored_scale_offset(u);
