@@ -52,6 +52,7 @@ TEST(LoadAgainstServe, EveryRequestSucceedsAndClientCountsMatchTheServer) {
     EXPECT_EQ(point["summary"]["requests_failed"], 0);
     ASSERT_EQ(point["requests"].size(), size_t(kRequests));
     double point_tokens = 0;
+    int itl_values = 0;
     for (const auto& r : point["requests"]) {
       EXPECT_TRUE(r["ok"].get<bool>()) << r.dump();
       // ignore_eos: the server generates exactly what was asked for, and says so in usage.
@@ -62,12 +63,15 @@ TEST(LoadAgainstServe, EveryRequestSucceedsAndClientCountsMatchTheServer) {
       ASSERT_GE(r["token_times_s"].size(), 1u) << r.dump();
       EXPECT_GT(r["token_times_s"][0].get<double>(), r["send_s"].get<double>());
       point_tokens += r["output_tokens"].get<double>();
+      itl_values += r["output_tokens"].get<int>() - r["token_counts"][0].get<int>();
     }
     EXPECT_EQ(point["summary"]["output_tokens"], point_tokens);
     EXPECT_EQ(point["summary"]["ttft_s"]["count"], kRequests);
-    // Tokens a busy server sends together share an event, so not every token has an ITL.
-    EXPECT_GT(point["summary"]["itl_s"]["count"].get<int>(), 0);
-    EXPECT_GT(point["summary"]["itl_s"]["p50"].get<double>(), 0.0);
+    // Tokens a busy server sends together share an event, and those of the first event
+    // belong to TTFT: every other token has one ITL value (docs/metrics.md). On a loaded
+    // machine a request's 16 tokens can all come in its first event.
+    EXPECT_EQ(point["summary"]["itl_s"]["count"].get<int>(), itl_values);
+    if (itl_values > 0) EXPECT_GE(point["summary"]["itl_s"]["p50"].get<double>(), 0.0);
     const auto& metrics = point["server_metrics"];
     ASSERT_TRUE(metrics["before"].contains(kGenerated)) << metrics.dump();
     ASSERT_TRUE(metrics["after"].contains(kGenerated)) << metrics.dump();
