@@ -200,20 +200,14 @@ int8_t i8_block_scale(GgmlType t, const uint8_t* sb, int j) {
   return static_cast<int8_t>(iq4_xs_scale(*reinterpret_cast<const BlockIQ4_XS*>(sb), j));
 }
 
-// Where a k_scales super-block keeps its f16 d (dmin follows it), and block j's scale
-// and min codes.
+// Where a k_scales super-block keeps its f16 d (dmin follows it).
 const uint8_t* k_super_d(GgmlType t, const uint8_t* sb) {
   return t == GgmlType::kQ2_K ? reinterpret_cast<const uint8_t*>(&reinterpret_cast<const BlockQ2_K*>(sb)->d) : sb;
-}
-void k_block_scale(GgmlType t, const uint8_t* sb, int j, uint8_t* sc, uint8_t* m) {
-  if (t != GgmlType::kQ2_K) return unpack_k_scale(sb + 4, j, sc, m);
-  const uint8_t codes = reinterpret_cast<const BlockQ2_K*>(sb)->scales[j];
-  *sc = codes & 0xF, *m = codes >> 4;
 }
 
 // The K-quants and IQ4_XS (super_headers()): per super-block, a header of each row's d
 // (and dmin), then its units, each block with its codes and one scale code byte per row
-// (and one min code byte for Q2_K, Q4_K and Q5_K).
+// (and one min code byte for Q4_K and Q5_K; Q2_K's byte holds both as the file's does).
 void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_t g, uint8_t* dst) {
   const size_t super_bytes = type_info(w.type).block_bytes;
   const int64_t blocks = w.cols / L.block, blocks_per_super = L.unit_blocks() * PanelLayout::kSuperUnits;
@@ -239,7 +233,8 @@ void pack_panel_k(const PanelLayout& L, const WeightMatrix& w, size_t rb, int64_
       put_codes(L, dec.codes, r, dst + L.block_codes(b));
       uint8_t* sc = dst + L.unit_scales(u);
       if (L.i8_scales) sc[kPanelRows * i + r] = static_cast<uint8_t>(i8_block_scale(w.type, sb, j));
-      else k_block_scale(w.type, sb, j, sc + 2 * kPanelRows * i + r, sc + 2 * kPanelRows * i + kPanelRows + r);
+      else if (L.k_scale_nibbles()) sc[kPanelRows * i + r] = reinterpret_cast<const BlockQ2_K*>(sb)->scales[j];
+      else unpack_k_scale(sb + 4, j, sc + 2 * kPanelRows * i + r, sc + 2 * kPanelRows * i + kPanelRows + r);
     }
   }
 }

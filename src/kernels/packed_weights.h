@@ -17,8 +17,8 @@
 //   the K-quants keep their two-level scales instead, so their panels are near
 //   the file's size: every 256 elements (one super-block) a header of 16 f16 d (and
 //   for Q2_K, Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales
-//   (Q2_K, Q4_K, Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn, scale = d * sc,
-//   bias = -dmin * mn; i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
+//   (Q2_K, Q4_K, Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn (Q2_K's 4-bit ones:
+//   16 bytes of sc | mn << 4, as in the file), scale = d * sc, bias = -dmin * mn; i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
 //   -32 * scale (Q6_K), -4 * scale (Q3_K) or -128 * scale (IQ4_XS, whose looked-up
 //   codes have offset 128).
 //   IQ4_NL is Q4_0's layout with IQ4's codes (iq4_values): scale = d, bias = -128 * d.
@@ -109,8 +109,10 @@ struct PanelLayout {
   constexpr bool super_headers() const { return k_scales || i8_scales; }
   constexpr int unit_blocks() const { return 32 / block; }  // a unit holds 32 elements
   constexpr size_t code_bytes() const { return static_cast<size_t>(kPanelRows * block * code_bits / 8); }
+  // Q2_K's scale and min codes of 4 bits: one byte a row and block (sc | mn << 4).
+  constexpr bool k_scale_nibbles() const { return k_scales && block == 16; }
   constexpr size_t scale_bytes() const {
-    if (k_scales) return static_cast<size_t>(32 * unit_blocks());
+    if (k_scales) return static_cast<size_t>((k_scale_nibbles() ? 16 : 32) * unit_blocks());
     return i8_scales ? 32 : 32 + (has_bias ? 32 : 0);
   }
   // A compact block's own code bytes (3-bit codes: their low 2 bits).

@@ -301,14 +301,9 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
 }
 
 // The bits per weight a compact panel may take beyond the file's: Q5_K's f16 d and dmin
-// per 16 rows and 256 weights are 1/8 bit; Q2_K keeps its scale and min codes a byte
-// each where the file packs them in one; Q3_K its 6-bit scale codes in a byte, and a
-// whole 64-byte super-block header for 16 f16 d.
-double compact_overhead_bits(GgmlType type) {
-  if (type == GgmlType::kQ2_K) return 0.5;
-  if (type == GgmlType::kQ3_K) return 0.19;
-  return 0.13;
-}
+// per 16 rows and 256 weights are 1/8 bit; Q3_K keeps its 6-bit scale codes in a byte,
+// and a whole 64-byte super-block header for 16 f16 d.
+double compact_overhead_bits(GgmlType type) { return type == GgmlType::kQ3_K ? 0.19 : 0.13; }
 
 // Compact panels (Q5_0, Q5_1, Q5_K, Q6_K, Q2_K, Q3_K) take the file's bits per weight or
 // a little more (compact_overhead_bits), not the wide panels' 8-bit codes, and every
