@@ -20,7 +20,8 @@ namespace tps {
 // header of d and dmin (Q4_K, Q5_K).
 enum class Bias : bool { kZeroPoint, kPerBlock };
 // A block's scale: an f16, or a code times its super-block's d (kKQuant: u8 scale and
-// min codes, Q4_K and Q5_K; kI8: an i8 scale code, Q6_K and IQ4_XS).
+// min codes, Q4_K and Q5_K, or 4-bit ones in one byte, Q2_K; kI8: an i8 scale code,
+// Q6_K, Q3_K and IQ4_XS).
 enum class Scales : uint8_t { kF16, kKQuant, kI8 };
 // The PanelLayout a kernel shape reads (its zero point plays no part in the sizes).
 constexpr PanelLayout shape_layout(int code_bits, int block, Bias bias, Scales scales, int stored_bits, bool iq4) {
