@@ -18,7 +18,8 @@
 //   the file's size: every 256 elements (one super-block) a header of 16 f16 d (and
 //   for Q2_K, Q4_K and Q5_K 16 f16 dmin), and per block one byte per row: k_scales
 //   (Q2_K, Q4_K, Q5_K): 16 u8 scale codes sc and 16 u8 min codes mn (Q2_K's 4-bit ones:
-//   16 bytes of sc | mn << 4, as in the file), scale = d * sc, bias = -dmin * mn; i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
+//   16 bytes of sc | mn << 4, as in the file), scale = d * sc, bias = -dmin * mn;
+//   i8_scales (Q6_K, Q3_K, IQ4_XS): 16 i8 scale codes sc, scale = d * sc, bias =
 //   -32 * scale (Q6_K), -4 * scale (Q3_K) or -128 * scale (IQ4_XS, whose looked-up
 //   codes have offset 128).
 //   IQ4_NL is Q4_0's layout with IQ4's codes (iq4_values): scale = d, bias = -128 * d.
@@ -28,12 +29,13 @@
 // header. A unit's code vectors of 64 bytes (vector k holds codes 4k..4k+3 of each row
 // in bytes 4r..4r+3; for 4-bit codes the low nibbles are codes 4k.. and the high nibbles
 // codes block/2 + 4k..), block by block, then 16 f16 scales, then 16 f16 biases (or with k_scales:
-// each block's 16 sc, then its 16 mn; with i8_scales: each block's 16 sc); in odd units of layouts
+// each block's 16 sc, then its 16 mn, Q2_K's 16 sc | mn << 4; with i8_scales: each
+// block's 16 sc); in odd units of layouts
 // whose units are 32 bytes past a multiple of 64, the 32 bytes of scales come before
 // the codes (PanelLayout::scales_first).
 //
 // Compact panels: 8-bit codes of 5 or 6 bits (Q5_0, Q5_1, Q5_K, Q6_K) would stream 1.4-1.7
-// times the file's bytes, Q3_K's 3-bit ones 2.1 and Q2_K's 2-bit ones 2.6 times, so
+// times the file's bytes, Q3_K's 3-bit ones 2.5 and Q2_K's 2-bit ones 3.3 times, so
 // packed weights keep them as each code's low nibble and high bits, or its low 2 bits
 // four to a byte and (Q3_K) its third bit eight to a byte. The kernels
 // of a few tokens (decode) unpack them as they go; for more, the matmul driver widens

@@ -293,6 +293,12 @@ TEST(PackWeights, CodeVectorsStartOnCacheLines) {
           EXPECT_EQ((stored + layout->stored_code_offset(u) + i * layout->stored_code_bytes()) % 64, 0u)
               << type_name(type) << ", stored unit " << u << " block " << i;
         }
+        if (layout->stored_bits == 3) {  // the unit's third bits, after its blocks' codes
+          const size_t third = stored + layout->stored_code_offset(u) + layout->unit_blocks() * layout->stored_code_bytes();
+          EXPECT_EQ(third % 64, 0u) << type_name(type) << ", stored unit " << u;
+          for (int i = 0; i < layout->unit_blocks(); ++i)
+            EXPECT_EQ(layout->stored_third_bits(u * layout->unit_blocks() + i), third) << type_name(type) << ", unit " << u;
+        }
         offset += layout->unit_bytes();
         stored += layout->stored_unit_bytes();
       }
