@@ -288,8 +288,9 @@ void compact_block_codes(const PanelLayout& L, const uint8_t* codes, uint8_t* ds
   if (L.stored_bits <= 3) {
     for (int j = 0; j < 64; ++j)
       for (int g = 0; g < groups; ++g) {
-        dst[j] |= static_cast<uint8_t>((codes[64 * g + j] & 3) << (2 * g));
-        if (L.stored_bits == 3) third[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 2 & 1) << (4 * i + g));
+        dst[j] |= static_cast<uint8_t>((codes[64 * g + j] & 3) << CompactLowBits::low_bit(g));
+        if (L.stored_bits == 3)
+          third[j] |= static_cast<uint8_t>((codes[64 * g + j] >> 2 & 1) << CompactLowBits::third_bit(i, g));
       }
     return;
   }

@@ -88,6 +88,15 @@ struct CompactHighBits {
   constexpr uint8_t mask_at_bit4() const { return static_cast<uint8_t>(((1 << bits()) - 1) << 4); }
 };
 
+// Where a compact block of 2- or 3-bit codes keeps code vector g: its low 2 bits at bit
+// low_bit(g) of each byte of the block's vector, and (3-bit codes) the third bit of the
+// unit's block i at bit third_bit(i, g) of each byte of the unit's vector. The packer
+// and every unpacker take the positions from here, so the format is defined here once.
+struct CompactLowBits {
+  static constexpr int low_bit(int g) { return 2 * g; }
+  static constexpr int third_bit(int i, int g) { return 4 * i + g; }
+};
+
 struct PanelLayout {
   static constexpr int kSuperUnits = 8;       // units per super-block (256 elements)
   static constexpr size_t kSuperHeader = 64;  // its 16 f16 d and 16 f16 dmin (or zeros)
