@@ -20,9 +20,12 @@ struct LoadedProfile {
 LoadedProfile find_or_probe_profile(const std::string& path, int threads,
                                     const std::function<void(const std::string&)>& status);
 
-// <dir>/profile.json, else <dir>/profile-quick.json, if one was measured by this version
-// of the probe (kProbeVersion); an older one is skipped with a status line.
-std::optional<LoadedProfile> cached_profile(const std::string& dir,
+// <dir>/profile.json, else <dir>/profile-quick.json, if it still describes this
+// machine: measured by this version of the probe (kProbeVersion), on a CPU like `here`
+// (model, vendor, CPU count, instruction sets: a cache directory can move between
+// machines), and, for a quick probe, not under a load average above kBusyLoadAverage
+// higher than `load_now`. One that does not is skipped with a status line.
+std::optional<LoadedProfile> cached_profile(const std::string& dir, const CpuInfo& here, double load_now,
                                             const std::function<void(const std::string&)>& status);
 
 }  // namespace tps

@@ -54,7 +54,7 @@ void print_profile(const HardwareProfile& p) {
   }
   fmt::print("\ndram_read_gbps (largest buffer, {} threads, sustained): {:.1f} (peak {:.1f})\n", p.threads,
              p.dram_read_gbps, p.dram_read_peak_gbps);
-  if (p.load_average > 0.5)
+  if (p.load_average > kBusyLoadAverage)
     fmt::print("note: the load average was {:.1f} when the probe started: other processes shared the CPUs, "
                "so these figures may read low\n", p.load_average);
 }

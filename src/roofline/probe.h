@@ -60,6 +60,8 @@ AllreduceProfile fit_allreduce(int ranks, std::string transport, std::vector<All
 // profiles the bench cached from an older probe are measured again. 2: the int8 and
 // bf16 peaks timed without GCC's register copies (they read about 1.35x low before).
 constexpr int kProbeVersion = 2;
+// A 1-minute load average above which a probe shared the CPUs with others' work.
+constexpr double kBusyLoadAverage = 0.5;
 
 struct HardwareProfile {
   int probe_version = kProbeVersion;  // of the probe that measured it (1 where unsaid)
