@@ -24,8 +24,9 @@ LoadedProfile find_or_probe_profile(const std::string& path, int threads,
 // machine: measured by this version of the probe (kProbeVersion), on a CPU like `here`
 // (model, vendor, CPU count, instruction sets: a cache directory can move between
 // machines), and, for a quick probe, not under a load average above kBusyLoadAverage
-// higher than `load_now`. One that does not is skipped with a status line.
+// higher than `load_now` nor on fewer threads than `threads` (at most the CPU count)
+// wants. One that does not is skipped with a status line.
 std::optional<LoadedProfile> cached_profile(const std::string& dir, const CpuInfo& here, double load_now,
-                                            const std::function<void(const std::string&)>& status);
+                                            int threads, const std::function<void(const std::string&)>& status);
 
 }  // namespace tps

@@ -152,13 +152,13 @@ TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
   std::ofstream(dir / "profile.json") << old.dump();
   std::vector<std::string> lines;
   auto status = [&](const std::string& s) { lines.push_back(s); };
-  EXPECT_FALSE(cached_profile(dir.string(), p.cpu, 0.0, status).has_value());
+  EXPECT_FALSE(cached_profile(dir.string(), p.cpu, 0.0, 2, status).has_value());
   ASSERT_EQ(lines.size(), 1u);
   EXPECT_NE(lines[0].find("older probe (version 1, now " + std::to_string(kProbeVersion)), std::string::npos)
       << lines[0];
 
   std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
-  const std::optional<LoadedProfile> cached = cached_profile(dir.string(), p.cpu, 0.0, status);
+  const std::optional<LoadedProfile> cached = cached_profile(dir.string(), p.cpu, 0.0, 2, status);
   ASSERT_TRUE(cached.has_value());
   EXPECT_EQ(cached->profile.probe_version, kProbeVersion);
   EXPECT_NE(cached->source.find("profile-quick.json"), std::string::npos) << cached->source;
@@ -166,8 +166,9 @@ TEST(BenchProfile, CachedProfilesFromAnOlderProbeAreSkipped) {
 }
 
 // The machines change under a cache directory: a profile of another CPU is not used,
-// nor a quick one probed while others' work shared the CPUs, once the load is lower.
-TEST(BenchProfile, CachedProfilesOfAnotherCpuOrABusyQuickProbeAreSkipped) {
+// nor a quick one probed while others' work shared the CPUs, once the load is lower,
+// nor a quick one measured on fewer threads than the bench runs.
+TEST(BenchProfile, CachedProfilesOfAnotherCpuOrABusyOrNarrowerQuickProbeAreSkipped) {
   const fs::path dir = fs::temp_directory_path() / ("tps_profile_cpu_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   HardwareProfile p = test_profile();
@@ -175,28 +176,39 @@ TEST(BenchProfile, CachedProfilesOfAnotherCpuOrABusyQuickProbeAreSkipped) {
   std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
   std::vector<std::string> lines;
   auto status = [&](const std::string& s) { lines.push_back(s); };
-  ASSERT_TRUE(cached_profile(dir.string(), p.cpu, 0.0, status).has_value());
+  ASSERT_TRUE(cached_profile(dir.string(), p.cpu, 0.0, 2, status).has_value());
   for (auto other : {&CpuInfo::model, &CpuInfo::vendor}) {
     CpuInfo here = p.cpu;
     here.*other = "another";
-    EXPECT_FALSE(cached_profile(dir.string(), here, 0.0, status).has_value());
+    EXPECT_FALSE(cached_profile(dir.string(), here, 0.0, 2, status).has_value());
   }
   CpuInfo more_cpus = p.cpu, other_isa = p.cpu;
   more_cpus.logical_cpus = 4;
   other_isa.isa.push_back("avx512_vnni");
-  EXPECT_FALSE(cached_profile(dir.string(), more_cpus, 0.0, status).has_value());
-  EXPECT_FALSE(cached_profile(dir.string(), other_isa, 0.0, status).has_value());
+  EXPECT_FALSE(cached_profile(dir.string(), more_cpus, 0.0, 2, status).has_value());
+  EXPECT_FALSE(cached_profile(dir.string(), other_isa, 0.0, 2, status).has_value());
   ASSERT_EQ(lines.size(), 4u);
   EXPECT_NE(lines[2].find("another CPU (test cpu, 2 CPUs; this one: test cpu, 4 CPUs)"), std::string::npos) << lines[2];
 
   p.load_average = 2.6;  // probed while the CPUs were busy
   std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
-  EXPECT_FALSE(cached_profile(dir.string(), p.cpu, 0.3, status).has_value());
+  EXPECT_FALSE(cached_profile(dir.string(), p.cpu, 0.3, 2, status).has_value());
   EXPECT_NE(lines.back().find("quick probe under a load average of 2.6 (now 0.3)"), std::string::npos) << lines.back();
-  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 3.0, status).has_value()) << "no calmer now: a new probe reads no better";
-  p.quick = false;  // the user's own full profile stays
+  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 3.0, 2, status).has_value()) << "no calmer now: a new probe reads no better";
+  p.load_average = 0;
+  p.threads = 1;  // a quick probe made by a 1-thread bench
   std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
-  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 0.3, status).has_value());
+  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 0.0, 1, status).has_value());
+  EXPECT_FALSE(cached_profile(dir.string(), p.cpu, 0.0, 2, status).has_value());
+  EXPECT_NE(lines.back().find("quick probe on 1 thread (this bench runs 2)"), std::string::npos) << lines.back();
+  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 0.0, 1, status).has_value());
+  p.threads = 2;
+  std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
+  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 0.0, 8, status).has_value()) << "8 threads on 2 CPUs run as 2";
+  p.quick = false;  // the user's own full profile stays
+  p.load_average = 2.6;
+  std::ofstream(dir / "profile-quick.json") << profile_to_json(p).dump();
+  EXPECT_TRUE(cached_profile(dir.string(), p.cpu, 0.3, 2, status).has_value());
   fs::remove_all(dir);
 }
 
