@@ -27,8 +27,8 @@ struct Case {
 class Attention : public testing::TestWithParam<std::tuple<Isa, Case>> {};
 
 // Two sequences in a scattered block order, as a block table may hold them: a long one
-// (up to 7 chunks of 16 keys: rows with several of the chunk pairs AVX-512 takes at
-// once, with and without one left over) and one shorter than a block; keys, values and
+// (up to 7 chunks of 16 keys: rows with several of the chunk pairs AVX-512, and AVX2
+// for heads of at most 16 elements, take at once, with and without one left over) and one shorter than a block; keys, values and
 // queries at random, every position a row of `batch` (a prompt of each).
 struct Sequences {
   static constexpr int64_t kLayer = 1;
@@ -178,7 +178,9 @@ INSTANTIATE_TEST_SUITE_P(
                                      Case{8, 4, 8, 16},     // stories260K: head_dim in 8-lane registers
                                      Case{4, 2, 27, 16},    // head_dim 16 + 8 + 3
                                      Case{6, 3, 32, 5},     // blocks shorter than a key row
-                                     Case{2, 1, 16, 40})),  // blocks longer than a key row
+                                     Case{2, 1, 16, 40},    // blocks longer than a key row
+                                     Case{5, 1, 8, 5},      // 2 + 2 + 1 small heads, short blocks
+                                     Case{4, 1, 16, 16})),  // a group of four small heads
     [](const auto& info) {
       const Case c = std::get<1>(info.param);
       return std::string(isa_name(std::get<0>(info.param))) + "_h" + std::to_string(c.n_heads) + "_kv" +
