@@ -28,8 +28,9 @@ class Attention : public testing::TestWithParam<std::tuple<Isa, Case>> {};
 
 // Two sequences in a scattered block order, as a block table may hold them: a long one
 // (up to 7 chunks of 16 keys: rows with several of the chunk pairs AVX-512, and AVX2
-// for heads of at most 16 elements, take at once, with and without one left over) and one shorter than a block; keys, values and
-// queries at random, every position a row of `batch` (a prompt of each).
+// for heads of at most 16 elements, take at once, with and without one left over) and
+// one shorter than a block; keys, values and queries at random, every position a row
+// of `batch` (a prompt of each).
 struct Sequences {
   static constexpr int64_t kLayer = 1;
   static constexpr int64_t kLengths[] = {100, 3};
