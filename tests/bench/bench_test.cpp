@@ -490,6 +490,9 @@ TEST_F(BenchCommand, BadFlagsExitWith2) {
   EXPECT_EQ(bench("-p 16 -n 4 -r 0"), 2);
   EXPECT_EQ(bench("-p 0 -n 0"), 2);
   EXPECT_EQ(bench("-p 16 -n 4 -d 600"), 2);  // beyond stories260k's 512 positions
+  // The positions a pp row takes: depth + its prompt + the token its last pass samples.
+  EXPECT_EQ(bench("-p 16 -n 0 -d 496 -r 1"), 2);
+  EXPECT_EQ(bench("-p 16 -n 0 -d 495 -r 1"), 0);
   EXPECT_EQ(bench("-p 16 -n 4 --no-such-flag"), 2);
   EXPECT_EQ(bench("-p 16 -n 4 --output-skew 0"), 2);
   std::string cmd = std::string(TPS_BINARY) + " bench -m /no/such/model.gguf --profile " + profile_path() +
