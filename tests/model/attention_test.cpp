@@ -174,6 +174,8 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Combine(testing::Values(Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni, Isa::kAvx512),
                      testing::Values(Case{8, 2, 64, 16},    // GQA, llama shapes
                                      Case{32, 4, 64, 16},   // TinyLlama: groups of 8 heads
+                                     Case{16, 2, 128, 16},  // head_dim 128 (a constant on AVX-512), groups of 8
+                                     Case{8, 2, 128, 16},   // and groups of 4, as Llama 3 8B's
                                      Case{13, 1, 48, 16},   // 8 + 4 + 1 heads, head_dim off 32
                                      Case{4, 4, 18, 16},    // MHA, head_dim off the 4-wide unroll
                                      Case{8, 4, 8, 16},     // stories260K: head_dim in 8-lane registers
