@@ -91,6 +91,7 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 struct FloatVec512 {
   using Vec = __m512;
   static constexpr int kWidth = 16, kPairTokens = 14, kTileTokens = 14;
+  static constexpr bool kOwnBroadcasts = true;
   static Vec zero() { return _mm512_setzero_ps(); }
   static Vec fma(Vec a, Vec b, Vec acc) { return _mm512_fmadd_ps(a, b, acc); }
   static Vec broadcast(const float* p) { return _mm512_set1_ps(*p); }

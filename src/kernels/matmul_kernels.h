@@ -11,6 +11,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/packed_weights.h"
+#include "kernels/unmerged.h"
 
 namespace tps {
 
@@ -196,13 +197,18 @@ template <typename V, GgmlType kType, int P, int T>
   for (int p = 0; p < P; ++p)
 #pragma GCC unroll 2
     for (int v = 0; v < kVecs; ++v) w[p][v] = V::template weights<kType>(panel[p] + (k * kPanelRows + v * V::kWidth) * kBytes);
+  // Where V::kOwnBroadcasts, each panel reads the activations through its own pointer
+  // (unmerged), so each FMA takes its own embedded broadcast: the 5-token F16 tile
+  // 1.22x on Zen 4.
+  const float* xp[P];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) xp[p] = V::kOwnBroadcasts && p > 0 ? unmerged(xk) : xk;
 #pragma GCC unroll 16
   for (int t = 0; t < T; ++t) {
-    const typename V::Vec x = V::broadcast(xk + t);
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p)
 #pragma GCC unroll 2
-      for (int v = 0; v < kVecs; ++v) acc[p][v][t] = V::fma(w[p][v], x, acc[p][v][t]);
+      for (int v = 0; v < kVecs; ++v) acc[p][v][t] = V::fma(w[p][v], V::broadcast(xp[p] + t), acc[p][v][t]);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops_kernels.h"
+#include "kernels/unmerged.h"
 #include "quant/quantize.h"
 
 namespace tps {
