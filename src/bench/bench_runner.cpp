@@ -112,7 +112,7 @@ class CaseEngine {
     if (positions > model.config().context_length)
       fail("{}: depth {} + {} tokens + 1 (the token the last pass samples) needs {} positions, more than the model's "
            "context length {}",
-           c.label(), c.depth, c.prompt + c.gen, positions, model.config().context_length);
+           c.label(), c.depth, prompt_tokens + c.gen, positions, model.config().context_length);
     const int64_t bt = KvCache::kDefaultBlockTokens;
     const int64_t per_seq = (positions + bt - 1) / bt + 1;
     return {bt, per_seq * c.batch + (c.depth + bt - 1) / bt + 1, positions};

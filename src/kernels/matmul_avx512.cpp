@@ -86,8 +86,9 @@ void quantize_activations(const float* x, int64_t cols, int zero_point, const Q8
 #include "kernels/bf16_column_pair.inc"
 
 // The vector helpers float_panels (matmul_kernels.h) needs, 16 floats wide. Two panels
-// take 14 tokens: 28 accumulators, 2 weight vectors and a broadcast of 32 registers
-// (measured with BM_FloatPanelTile: 14 tokens 0-10 % faster than 12).
+// take 14 tokens: 28 accumulators and 2 weight vectors of 32 registers, the activations
+// as the FMAs' embedded broadcasts (measured with BM_FloatPanelTile: 14 tokens 0-10 %
+// faster than 12, with a broadcast register then).
 struct FloatVec512 {
   using Vec = __m512;
   static constexpr int kWidth = 16, kPairTokens = 14, kTileTokens = 14;

@@ -218,7 +218,8 @@ template <typename V, GgmlType kType, int P, int T>
 // Each row's sum is one chain over the columns in order whatever T and P are, so a
 // token's outputs do not depend on the batch it is in. V holds an ISA's vector helpers:
 // kWidth floats per Vec, zero(), fma(a, b, acc), broadcast(p), weights<kType>(p) for
-// the kWidth panel elements at p, and store(y, v, n) of the first n lanes.
+// the kWidth panel elements at p, store(y, v, n) of the first n lanes, and
+// kOwnBroadcasts: whether each panel's FMAs load their own broadcasts (AVX-512).
 template <typename V, GgmlType kType, int P, int T>
 void float_panel_tile(const uint8_t* const (&panel)[P], int64_t cols, const InterleavedTokens& a, int64_t j0, float* y,
                       int64_t rows, const int64_t (&r0)[P]) {

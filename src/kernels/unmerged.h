@@ -8,7 +8,8 @@ namespace tps {
 // vbroadcastss with other FMAs. On Zen 4 such broadcasts compete with the conversions
 // of halves: a loop of 16 FMAs, 8 broadcasts and 2 vcvtph2ps takes 18 cycles, with
 // embedded broadcasts 16, as the FMAs alone. Same products in the same order.
-[[gnu::always_inline]] inline const float* unmerged(const float* p) {
+template <typename T>
+[[gnu::always_inline]] inline T* unmerged(T* p) {
   asm volatile("" : "+r"(p));
   return p;
 }

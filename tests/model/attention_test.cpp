@@ -163,6 +163,28 @@ TEST_P(Attention, EachRowIsBitForBitItsOutputAlone) {
   }
 }
 
+// On AVX-512, heads of 64 and 128 in groups of 8 or 4 run with their size as a
+// constant (attend_heads_sized), a lone head with it at run time: the same query as
+// head 0 of a group and as the lone last head of its KV head must give the same bits.
+TEST(AttentionAvx512, ConstantSizeHeadsMatchTheRunTimeSizeBitForBit) {
+  if (!cpu_supports(Isa::kAvx512)) GTEST_SKIP() << "CPU lacks " << isa_name(Isa::kAvx512);
+  test::ScopedIsa forced(Isa::kAvx512);
+  for (const int64_t group : {8, 4})
+    for (const int64_t head_dim : {64, 128}) {
+      Sequences seqs(Case{group + 1, 1, head_dim, 16});
+      const int64_t q_dim = seqs.config.q_dim(), rows = static_cast<int64_t>(seqs.batch.size());
+      for (int64_t r = 0; r < rows; ++r)
+        std::copy_n(seqs.q.begin() + r * q_dim, head_dim, seqs.q.begin() + r * q_dim + group * head_dim);
+      std::vector<int64_t> all(rows);
+      std::iota(all.begin(), all.end(), 0);
+      const std::vector<float> out = seqs.attend(all);
+      for (int64_t r = 0; r < rows; ++r)
+        ASSERT_EQ(0, std::memcmp(out.data() + r * q_dim, out.data() + r * q_dim + group * head_dim,
+                                 head_dim * sizeof(float)))
+            << "group " << group << ", head_dim " << head_dim << ", row " << r;
+    }
+}
+
 // An empty batch is no work (attention is public: the benchmarks and tests call it).
 TEST(AttentionBatch, AnEmptyOneIsNoWork) {
   const Sequences seqs(Case{8, 4, 8, 16});
